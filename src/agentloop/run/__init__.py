@@ -1,0 +1,1 @@
+"""The loop: agent, turns, scheduling, policy, limits, cache, state and events."""

@@ -1,0 +1,85 @@
+"""ActiveRun: what the loop and the call executor share during one run invocation."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from agentloop.items import Item
+from agentloop.run.cache import ResultCache
+from agentloop.run.limits import Limits
+from agentloop.run.paths import normalise
+from agentloop.run.policy import Policy
+from agentloop.run.ratelimit import RateLimiter
+from agentloop.run.state import RunState
+
+if TYPE_CHECKING:
+    from agentloop.run.agent import Agent
+    from agentloop.tools.tool import Tool
+
+
+@dataclass(kw_only=True, eq=False)
+class ActiveRun:
+    """Per-invocation data: the agent's configuration, the state, and run-scoped counters."""
+
+    agent: Agent
+    state: RunState
+    deps: Any = None
+    started: float = field(default_factory=time.monotonic)
+    new_from: int = 0
+    """Index in ``state.items`` where this invocation's new items begin."""
+    budget: str | None = None
+    """Name of the budget that ended (or will end) the run, if any."""
+    reserved_files: set[str] = field(default_factory=set)
+    cancel_requested: bool = False
+    busy: bool = False
+    """True while the loop awaits something that a cancel may interrupt (never across a yield)."""
+    task: asyncio.Task[Any] | None = None
+    error: BaseException | None = None
+    hook_errors: list[BaseException] = field(default_factory=list)
+
+    @property
+    def limits(self) -> Limits:
+        return self.agent.limits
+
+    @property
+    def policy(self) -> Policy:
+        return self.agent.policy
+
+    @property
+    def tools(self) -> Mapping[str, Tool]:
+        return self.agent.tools_by_name
+
+    @property
+    def cache(self) -> ResultCache | None:
+        return self.agent.cache
+
+    @property
+    def rate_limiter(self) -> RateLimiter | None:
+        return self.agent.rate_limiter
+
+    @property
+    def workspace(self) -> Path:
+        return self.agent.workspace
+
+    def elapsed(self) -> float:
+        """Active time of the run across pauses (time while paused does not count)."""
+        return self.state.elapsed_s + (time.monotonic() - self.started)
+
+    def remaining(self) -> float | None:
+        """Seconds left in the duration budget, or None without one."""
+        if self.limits.max_duration_s is None:
+            return None
+        return self.limits.max_duration_s - self.elapsed()
+
+    def append(self, item: Item) -> None:
+        self.state.items.append(item)
+
+    def record_change(self, path: str, lines_changed: int) -> None:
+        """Count what a writing tool reports (``ToolContext.record_change``)."""
+        self.state.files_modified.add(normalise(path, str(self.workspace)))
+        self.state.lines_changed += lines_changed

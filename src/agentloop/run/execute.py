@@ -1,0 +1,279 @@
+"""One tool call, from the model's request to the output fed back.
+
+:func:`plan_call` makes every decision that does not need the call to run (known tool? valid
+JSON and schema? allowed? within rate limits and budgets? approved?). :func:`execute` runs an
+approved call: cache lookup, file budgets, timeout, output formatting and capping. Every failure
+becomes an error output for the model; nothing here raises to the caller except cancellation.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import pydantic
+import pydantic_core
+from pydantic_core import to_jsonable_python
+
+from agentloop.errors import ToolError
+from agentloop.items import FunctionCall, FunctionCallOutput, new_id
+from agentloop.parsing import ArgumentsParseError, parse_arguments
+from agentloop.run.active import ActiveRun
+from agentloop.run.cache import cache_key
+from agentloop.run.paths import call_paths
+from agentloop.run.result import AuditRecord, Decision, Outcome, PendingCall
+from agentloop.run.schedule import Access
+from agentloop.tools.context import ToolContext
+from agentloop.tools.schema import format_validation_error
+from agentloop.tools.tool import Tool
+
+log = logging.getLogger("agentloop.tools")
+
+NO_ACCESS = Access(writes=False, paths=frozenset())
+TRUNCATION_MARKER = "\n[output truncated: {dropped} of {total} characters removed]"
+
+
+@dataclass(kw_only=True, slots=True)
+class CallPlan:
+    """A call after every up-front check. Exactly one of ``output``/``pending``/``kwargs`` decides
+    what happens next: an immediate output, a pause, or execution."""
+
+    call: FunctionCall
+    tool: Tool | None = None
+    arguments: dict[str, Any] | None = None
+    kwargs: dict[str, Any] | None = None
+    access: Access = NO_ACCESS
+    decision: Decision = "allowed"
+    output: FunctionCallOutput | None = None
+    pending: PendingCall | None = None
+    budget: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class CallResult:
+    """What running a call produced."""
+
+    output: FunctionCallOutput
+    audit: AuditRecord
+    cached: bool
+    duration: float
+
+
+def error_output(call: FunctionCall, message: str) -> FunctionCallOutput:
+    return FunctionCallOutput(call_id=call.call_id, output=message, id=new_id("fco"), is_error=True)
+
+
+def _refuse(plan: CallPlan, message: str, decision: Decision = "refused") -> CallPlan:
+    plan.decision = decision
+    plan.output = error_output(plan.call, message)
+    return plan
+
+
+async def plan_call(
+    run: ActiveRun, call: FunctionCall, *, executable_budget: int | None, approved: bool = False
+) -> CallPlan:
+    """Decide what to do with one call. ``executable_budget`` is how many more calls may run;
+    ``approved`` is for calls a human already approved (no second rate-limit count or question)."""
+    plan = CallPlan(call=call)
+    tool = run.tools.get(call.name)
+    if tool is None:
+        names = ", ".join(sorted(run.tools)) or "(none)"
+        return _refuse(plan, f"Unknown tool '{call.name}'. Available tools: {names}.", "invalid")
+    plan.tool = tool
+    try:
+        plan.arguments = parse_arguments(call.arguments)
+    except ArgumentsParseError as exc:
+        return _refuse(plan, f"Invalid arguments for tool '{call.name}': {exc}", "invalid")
+    refusal = run.policy.refusal(call.name)
+    if refusal:
+        return _refuse(plan, refusal)
+    if not tool.is_external:
+        try:
+            plan.kwargs = tool.validate(plan.arguments)
+        except pydantic.ValidationError as exc:
+            return _refuse(
+                plan,
+                format_validation_error(exc, subject=f"arguments for tool '{call.name}'"),
+                "invalid",
+            )
+    if executable_budget is not None and executable_budget <= 0:
+        plan.budget = "max_tool_calls"
+        return _refuse(plan, "Tool call budget exhausted (max_tool_calls); the call was not run.")
+    if run.rate_limiter is not None and not approved:
+        wait = run.rate_limiter.acquire(call.name)
+        if wait:
+            return _refuse(plan, wait)
+    if tool.is_external:
+        plan.decision = "pending"
+        plan.pending = PendingCall(
+            call_id=call.call_id, name=call.name, arguments=plan.arguments, kind="client"
+        )
+        return plan
+    if approved:
+        plan.decision = "approved"
+    elif run.policy.needs_approval(tool.risk):
+        pending = PendingCall(
+            call_id=call.call_id,
+            name=call.name,
+            arguments=plan.arguments,
+            kind="approval",
+            risk=tool.risk,
+        )
+        answer = await run.policy.ask(pending)
+        if answer is None:
+            plan.decision = "pending"
+            plan.pending = pending
+            return plan
+        if not answer:
+            return _refuse(plan, f"The call to '{call.name}' was denied by the approver.", "denied")
+        plan.decision = "approved"
+    plan.access = Access(
+        writes=not tool.read_only,
+        paths=call_paths(plan.arguments, tool.paths, str(run.workspace)),
+    )
+    return plan
+
+
+def format_output(value: Any) -> str:
+    """Text for the model: strings as they are, everything else as JSON."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, pydantic.BaseModel):
+        return value.model_dump_json()
+    try:
+        return json.dumps(to_jsonable_python(value), ensure_ascii=False)
+    except (TypeError, ValueError, pydantic_core.PydanticSerializationError):
+        return str(value)
+
+
+def cap_output(text: str, limit: int) -> tuple[str, bool]:
+    """Truncate ``text`` to ``limit`` characters with a marker; True when it was truncated."""
+    if len(text) <= limit:
+        return text, False
+    marker = TRUNCATION_MARKER.format(dropped=len(text) - limit, total=len(text))
+    return text[:limit] + marker, True
+
+
+def _file_budget_refusal(run: ActiveRun, plan: CallPlan) -> str | None:
+    """Refuse a writing call that would pass a file or line budget; reserve its files."""
+    if not plan.access.writes:
+        return None
+    limits, state = run.limits, run.state
+    if limits.max_lines_changed is not None and state.lines_changed >= limits.max_lines_changed:
+        plan.budget = "max_lines_changed"
+        return (
+            f"Refused: the run has already changed {state.lines_changed} lines "
+            f"(max_lines_changed={limits.max_lines_changed})."
+        )
+    if limits.max_files_modified is not None:
+        touched = state.files_modified | run.reserved_files
+        new = plan.access.paths - touched
+        if len(touched) + len(new) > limits.max_files_modified or (
+            not plan.access.paths and len(touched) >= limits.max_files_modified
+        ):
+            plan.budget = "max_files_modified"
+            return (
+                f"Refused: this call would modify more than {limits.max_files_modified} files "
+                f"(max_files_modified); already modified: {len(touched)}."
+            )
+        run.reserved_files |= new
+    return None
+
+
+def _result(
+    plan: CallPlan, text: str, *, is_error: bool, outcome: Outcome, started: float,
+    cached: bool = False,
+) -> CallResult:  # fmt: skip
+    duration = time.perf_counter() - started
+    output = FunctionCallOutput(
+        call_id=plan.call.call_id, output=text, id=new_id("fco"), is_error=is_error
+    )
+    audit = AuditRecord(
+        call_id=plan.call.call_id,
+        tool=plan.call.name,
+        arguments=plan.arguments if plan.arguments is not None else plan.call.arguments,
+        decision=plan.decision,
+        outcome=outcome,
+        duration=duration,
+        cached=cached,
+        message=text if is_error else None,
+    )
+    return CallResult(output=output, audit=audit, cached=cached, duration=duration)
+
+
+def refused_result(plan: CallPlan) -> CallResult:
+    """The audit record and output of a call refused during planning."""
+    assert plan.output is not None
+    audit = AuditRecord(
+        call_id=plan.call.call_id,
+        tool=plan.call.name,
+        arguments=plan.arguments if plan.arguments is not None else plan.call.arguments,
+        decision=plan.decision,
+        outcome="not_run",
+        message=plan.output.output,
+    )
+    return CallResult(output=plan.output, audit=audit, cached=False, duration=0.0)
+
+
+async def execute(run: ActiveRun, plan: CallPlan) -> CallResult:
+    """Run one planned call. Cancellation propagates; everything else becomes an output."""
+    started = time.perf_counter()
+    tool, kwargs = plan.tool, plan.kwargs
+    assert tool is not None and kwargs is not None and plan.arguments is not None
+    cache = run.cache if tool.cacheable else None
+    key = cache_key(tool.name, plan.arguments) if cache is not None else ""
+    if cache is not None:
+        hit = cache.get(key)
+        if hit is not None:
+            return _result(plan, hit, is_error=False, outcome="success", started=started,
+                           cached=True)  # fmt: skip
+    refusal = _file_budget_refusal(run, plan)
+    if refusal:
+        plan.decision = "refused"
+        return _result(plan, refusal, is_error=True, outcome="not_run", started=started)
+    ctx = ToolContext(
+        workspace=run.workspace,
+        run_id=run.state.run_id,
+        call_id=plan.call.call_id,
+        tool_name=tool.name,
+        policy=run.policy,
+        deps=run.deps,
+        _on_change=run.record_change,
+    )
+    timeout = tool.timeout if tool.timeout is not None else run.limits.tool_timeout
+    remaining = run.remaining()
+    budget_cut = remaining is not None and (timeout is None or remaining < timeout)
+    if budget_cut:
+        timeout = max(remaining or 0.0, 0.0)
+    try:
+        if timeout is None:
+            value = await tool.invoke(kwargs, ctx)
+        else:
+            async with asyncio.timeout(timeout):
+                value = await tool.invoke(kwargs, ctx)
+        text, truncated = cap_output(format_output(value), run.limits.max_output_chars)
+        outcome: Outcome = "error" if truncated else "success"
+        result = _result(plan, text, is_error=truncated, outcome=outcome, started=started)
+    except TimeoutError:
+        if budget_cut:
+            run.budget = run.budget or "max_duration_s"
+            msg = "Tool call stopped: the run's time budget (max_duration_s) ran out."
+        else:
+            msg = f"Tool '{tool.name}' timed out after {timeout:g} seconds."
+        result = _result(plan, msg, is_error=True, outcome="timeout", started=started)
+    except ToolError as exc:
+        result = _result(plan, str(exc), is_error=True, outcome="error", started=started)
+    except Exception as exc:
+        log.warning("tool %s raised", tool.name, exc_info=True)
+        msg = f"Tool '{tool.name}' failed: {type(exc).__name__}: {exc}"
+        result = _result(plan, msg, is_error=True, outcome="error", started=started)
+    finally:
+        if plan.access.writes and run.cache is not None:
+            run.cache.invalidate(plan.access.paths)
+    if cache is not None and not result.output.is_error:
+        cache.put(key, result.output.output, paths=plan.access.paths, ttl=tool.cache_ttl)
+    return result
