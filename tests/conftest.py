@@ -1,0 +1,10 @@
+"""Shared test configuration: async tests run on asyncio through the anyio plugin."""
+
+from __future__ import annotations
+
+import pytest
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
