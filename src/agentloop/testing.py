@@ -51,11 +51,11 @@ def text(content: str) -> TextPart:
 
 
 def tool_call(
-    name: str, arguments: dict[str, Any] | str | None = None, *, call_id: str | None = None,
+    name: str, /, arguments: dict[str, Any] | str | None = None, *, call_id: str | None = None,
     **kwargs: Any,
 ) -> ToolCallPart:  # fmt: skip
     """A scripted tool call. ``arguments`` may be a dict, keyword arguments, or a raw string
-    (to script malformed JSON)."""
+    (to script malformed JSON). Pass arguments named ``arguments`` or ``call_id`` in the dict."""
     raw = arguments if isinstance(arguments, str) else json.dumps({**(arguments or {}), **kwargs})
     return ToolCallPart(name=name, arguments=raw, call_id=call_id)
 

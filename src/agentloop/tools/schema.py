@@ -51,10 +51,18 @@ def _is_context(annotation: Any) -> bool:
     return annotation is ToolContext or getattr(annotation, "__origin__", None) is ToolContext
 
 
-def describe_function(fn: Callable[..., Any], *, name: str, description: str | None) -> Signature:
-    """Build the schema, validator and description of ``fn``; a bad signature is a ConfigError."""
+def describe_function(
+    fn: Callable[..., Any],
+    *,
+    name: str,
+    description: str | None,
+    localns: Mapping[str, Any] | None = None,
+) -> Signature:
+    """Build the schema, validator and description of ``fn``; a bad signature is a ConfigError.
+
+    ``localns`` resolves string annotations naming classes local to the defining function."""
     try:
-        hints = get_type_hints(fn, include_extras=True)
+        hints = get_type_hints(fn, localns=dict(localns or {}), include_extras=True)
     except Exception as exc:  # unresolvable forward references and the like
         raise ConfigError(f"tool {name!r}: cannot resolve type hints ({exc})") from None
     doc = docstring_parser.parse(inspect.getdoc(fn) or "")

@@ -6,6 +6,7 @@ import asyncio
 import functools
 import inspect
 import re
+import sys
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Literal, TypeAlias, overload
 
@@ -159,9 +160,10 @@ def tool(
     :class:`ToolContext` is injected at call time and hidden from the schema.
     """
 
-    def wrap(func: Callable[..., Any]) -> Tool:
+    def wrap(func: Callable[..., Any], depth: int = 1) -> Tool:
         tool_name = name or func.__name__
-        sig = describe_function(func, name=tool_name, description=description)
+        localns = sys._getframe(depth).f_locals  # the defining scope, for local classes
+        sig = describe_function(func, name=tool_name, description=description, localns=localns)
         return Tool(
             func,
             name=tool_name,
@@ -178,7 +180,7 @@ def tool(
         )
 
     if fn is not None:
-        return wrap(fn)
+        return wrap(fn, depth=2)
     return wrap
 
 
