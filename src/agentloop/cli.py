@@ -12,6 +12,11 @@ app = typer.Typer(
 )
 
 
+@app.callback()
+def _root() -> None:
+    """agentloop: an agentic tool-calling runtime (library, gateway and console)."""
+
+
 @app.command()
 def demo() -> None:
     """Run an offline scripted scenario: parallel calls, a cache hit, an approval pause and
