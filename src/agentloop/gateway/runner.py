@@ -1,0 +1,284 @@
+"""One response being produced: the loop runs in its own task; its events are mapped once and
+fanned out to the SSE subscriber (if any); the outcome is stored before the terminal event is
+sent, so a client may continue from it the moment it sees ``response.completed``.
+
+:class:`Registry` knows the responses running in this process (for cancel and live retrieval).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from typing import Any
+
+from agentloop.errors import ModelError
+from agentloop.gateway.ids import TurnIds
+from agentloop.gateway.resource import ResponseMeta, snapshot, wire_item, without_output
+from agentloop.gateway.streaming import DONE_FRAME, EventMapper, encode_sse
+from agentloop.items import Item, item_to_dict
+from agentloop.run.agent import Agent
+from agentloop.run.events import RunFinished
+from agentloop.run.result import RunResult
+from agentloop.run.stream import RunStream
+from agentloop.store import ResponseRecord, Store
+
+log = logging.getLogger("agentloop.gateway")
+audit_log = logging.getLogger("agentloop.audit")
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Principal:
+    """Who is asking: a tenant, and the API key used (None in local single-user mode)."""
+
+    tenant_id: str
+    key_id: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Outcome:
+    status: str
+    incomplete_reason: str | None = None
+    error: dict[str, str] | None = None
+
+
+def _snake(name: str) -> str:
+    return "".join("_" + c.lower() if c.isupper() else c for c in name).lstrip("_")
+
+
+def outcome_of(result: RunResult | None, *, client_tools_status: str) -> Outcome:
+    """The response status for how the run ended."""
+    if result is None:
+        return Outcome(
+            status="failed",
+            error={"code": "server_error", "message": "The gateway failed to run the loop."},
+        )
+    if result.status == "completed":
+        return Outcome(status="completed")
+    if result.status == "requires_action":
+        if result.reason == "client_tool_call":
+            return Outcome(status=client_tools_status)
+        return Outcome(status="requires_action")
+    if result.status == "incomplete":
+        reason = result.budget if result.reason == "budget_exceeded" else result.reason
+        return Outcome(status="incomplete", incomplete_reason=reason or result.reason)
+    if result.status == "cancelled":
+        return Outcome(status="cancelled", incomplete_reason="cancelled")
+    err = result.error
+    if isinstance(err, ModelError):
+        error = {"code": _snake(type(err).__name__), "message": str(err) or "model error"}
+    else:
+        if err is not None:
+            log.error("model backend raised", exc_info=err)
+        error = {"code": "model_error", "message": "The model backend failed unexpectedly."}
+    return Outcome(status="failed", error=error)
+
+
+class Execution:
+    """A response in flight. ``start()`` launches it; ``frames()`` streams it as SSE."""
+
+    def __init__(
+        self,
+        *,
+        principal: Principal,
+        meta: ResponseMeta,
+        agent: Agent,
+        ids: TurnIds,
+        conversation: list[Item],
+        record: ResponseRecord | None,
+        store: Store,
+        streaming: bool,
+        background: bool,
+        client_tools_status: str,
+    ) -> None:
+        self.principal = principal
+        self.meta = meta
+        self.agent = agent
+        self.conversation = conversation
+        self.record = record
+        self.store = store
+        self.background = background
+        self.client_tools_status = client_tools_status
+        self.mapper = EventMapper(ids, emit=streaming)
+        self.queue: asyncio.Queue[bytes | None] | None = asyncio.Queue() if streaming else None
+        self.final: dict[str, Any] | None = None
+        self.finished = asyncio.Event()
+        self.task: asyncio.Task[None] | None = None
+        self._stream: RunStream | None = None
+        self._cancel_early = False
+
+    @property
+    def id(self) -> str:
+        return self.meta.id
+
+    def start(self) -> None:
+        self.task = asyncio.create_task(self._run(), name=f"response {self.id}")
+
+    def cancel(self) -> None:
+        """Ask the run to stop; it ends ``cancelled`` keeping everything done so far."""
+        if self._stream is not None:
+            self._stream.cancel()
+        else:
+            self._cancel_early = True
+
+    async def wait(self) -> dict[str, Any]:
+        await self.finished.wait()
+        assert self.final is not None
+        return self.final
+
+    def live(self) -> dict[str, Any]:
+        """The response as it is now."""
+        if self.final is not None:
+            return self.final
+        output = [wire_item(i) for i in self.mapper.output_items()]
+        return snapshot(self.meta.base, status="in_progress", output=output)
+
+    def _push(self) -> None:
+        events = self.mapper.take()
+        if self.queue is not None:
+            for event in events:
+                self.queue.put_nowait(encode_sse(event))
+
+    async def _run(self) -> None:
+        result: RunResult | None = None
+        try:
+            self.mapper.start(snapshot(self.meta.base, status="in_progress", output=[]))
+            self._push()
+            self._stream = stream = self.agent.stream(self.conversation)
+            if self._cancel_early:
+                stream.cancel()
+            async for event in stream:
+                if isinstance(event, RunFinished):
+                    result = event.result
+                    break
+                self.mapper.feed(event)
+                self._push()
+        except asyncio.CancelledError:
+            log.info("response task cancelled", extra={"response_id": self.id})
+        except Exception:
+            log.exception("the loop failed", extra={"response_id": self.id})
+        try:
+            await asyncio.shield(self._finish(result))
+        except asyncio.CancelledError:
+            await self.finished.wait()
+        finally:
+            if self.queue is not None:
+                self.queue.put_nowait(None)
+
+    async def _finish(self, result: RunResult | None) -> None:
+        try:
+            self.mapper.reconcile(result)
+        except Exception:
+            log.exception("could not reconcile the stream", extra={"response_id": self.id})
+        outcome = outcome_of(result, client_tools_status=self.client_tools_status)
+        output_items = self.mapper.output_items()
+        final = snapshot(
+            self.meta.base,
+            status=outcome.status,
+            output=[wire_item(i) for i in output_items],
+            usage=result.usage if result is not None else None,
+            error=outcome.error,
+            incomplete_reason=outcome.incomplete_reason,
+            completed_at=int(time.time()),
+        )
+        audit = [a.to_dict() for a in result.audit] if result is not None else []
+        for record in audit:
+            audit_log.info(
+                "tool %s %s/%s",
+                record["tool"],
+                record["decision"],
+                record["outcome"],
+                extra={
+                    "response_id": self.id,
+                    "tenant_id": self.principal.tenant_id,
+                    "key_id": self.principal.key_id,
+                    **record,
+                },
+            )
+        if self.record is not None:
+            try:
+                stored = await self.store.finish_response(
+                    self.record,
+                    status=outcome.status,
+                    completed_at=final["completed_at"],
+                    resource=without_output(final),
+                    output_items=[item_to_dict(i) for i in output_items],
+                    audit=audit,
+                )
+                if not stored:
+                    final = {**final, "status": "cancelled"}
+            except Exception:
+                log.exception("could not store the response", extra={"response_id": self.id})
+        self.mapper.terminal(final)
+        self.final = final
+        self._push()
+        self.finished.set()
+        log.info(
+            "response %s %s",
+            self.id,
+            final["status"],
+            extra={
+                "response_id": self.id,
+                "tenant_id": self.principal.tenant_id,
+                "status": final["status"],
+                "turns": result.turns if result else 0,
+                "tool_calls": result.tool_calls if result else 0,
+            },
+        )
+
+    async def frames(self) -> AsyncIterator[bytes]:
+        """SSE frames until the terminal event, then ``[DONE]``. If the consumer goes away
+        first (client disconnect), a foreground run is cancelled."""
+        assert self.queue is not None
+        try:
+            while True:
+                frame = await self.queue.get()
+                if frame is None:
+                    break
+                yield frame
+            yield DONE_FRAME
+        finally:
+            if not self.finished.is_set() and not self.background:
+                log.info("client went away; cancelling", extra={"response_id": self.id})
+                self.cancel()
+
+
+class Registry:
+    """Responses running in this process."""
+
+    def __init__(self) -> None:
+        self._running: dict[str, Execution] = {}
+        self._per_tenant: dict[str, int] = {}
+
+    def count(self, tenant_id: str) -> int:
+        return self._per_tenant.get(tenant_id, 0)
+
+    def add(self, execution: Execution) -> None:
+        self._running[execution.id] = execution
+        tenant = execution.principal.tenant_id
+        self._per_tenant[tenant] = self._per_tenant.get(tenant, 0) + 1
+        assert execution.task is not None
+        execution.task.add_done_callback(lambda _t: self._remove(execution))
+
+    def _remove(self, execution: Execution) -> None:
+        if self._running.pop(execution.id, None) is not None:
+            tenant = execution.principal.tenant_id
+            self._per_tenant[tenant] -= 1
+            if not self._per_tenant[tenant]:
+                del self._per_tenant[tenant]
+
+    def get(self, response_id: str, tenant_id: str) -> Execution | None:
+        execution = self._running.get(response_id)
+        if execution is None or execution.principal.tenant_id != tenant_id:
+            return None
+        return execution
+
+    async def shutdown(self) -> None:
+        """Cancel everything still running and wait for it to be stored."""
+        running = list(self._running.values())
+        for execution in running:
+            execution.cancel()
+        for execution in running:
+            await execution.finished.wait()

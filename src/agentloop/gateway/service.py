@@ -1,0 +1,373 @@
+"""The gateway's operations, independent of HTTP: create, retrieve, cancel, delete, list.
+
+``create`` decides everything that can be refused before the run starts (model, tools, tool
+choice, history, pending tool outputs, limits) so a bad request is a 4xx with nothing stored.
+"""
+
+from __future__ import annotations
+
+import inspect
+import time
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from agentloop.errors import ConfigError, InvalidItem
+from agentloop.gateway.config import GatewayConfig
+from agentloop.gateway.ids import StampingModel, TurnIds
+from agentloop.gateway.resource import ResponseMeta, snapshot, wire_stored, without_output
+from agentloop.gateway.routing import ModelRouter
+from agentloop.gateway.runner import Execution, Principal, Registry
+from agentloop.gateway.streaming import drop_unanswerable
+from agentloop.gateway.tooling import request_tools
+from agentloop.gateway.wire import (
+    AllowedToolsParam,
+    ApiError,
+    CreateResponseBody,
+    SpecificFunctionParam,
+    not_found,
+)
+from agentloop.items import (
+    FunctionCall,
+    FunctionCallOutput,
+    Item,
+    item_from_dict,
+    item_to_dict,
+    new_id,
+    to_items,
+    with_id,
+)
+from agentloop.models.base import ModelSettings
+from agentloop.run.agent import Agent
+from agentloop.run.limits import Limits
+from agentloop.run.policy import Policy
+from agentloop.store import NotFound, ResponseRecord, Store, StoreConflict
+from agentloop.store.repository import RUNNING
+from agentloop.tools.tool import Tool
+
+_AGENT_TAKES_OUTPUT_TYPE = "output_type" in inspect.signature(Agent.__init__).parameters
+
+
+def _input_items(body: CreateResponseBody) -> list[Item]:
+    value = body.input
+    if value is None:
+        return []
+    if isinstance(value, str):
+        return to_items(value)
+    items: list[Item] = []
+    for index, entry in enumerate(value):
+        kind = entry.get("type")
+        if kind == "item_reference":
+            raise ApiError(
+                400,
+                "Item references are not supported; send the item itself or "
+                "use previous_response_id.",
+                code="unsupported_item",
+                param=f"input[{index}]",
+            )
+        try:
+            items.append(with_id(item_from_dict(entry)))
+        except InvalidItem as exc:
+            raise ApiError(
+                400, f"Invalid input item: {exc}.", code="invalid_item", param=f"input[{index}]"
+            ) from None
+    return items
+
+
+def _check_outputs(history: Sequence[Item], new: Sequence[Item]) -> None:
+    """Every function call of the history needs an output before the model is called again."""
+    answered = {i.call_id for i in (*history, *new) if isinstance(i, FunctionCallOutput)}
+    for item in history:
+        if isinstance(item, FunctionCall) and item.call_id not in answered:
+            raise ApiError(
+                400,
+                f"No tool output found for function call {item.call_id}.",
+                code="missing_tool_output",
+                param="input",
+            )
+
+
+def _tool_choice(body: CreateResponseBody, tools: Sequence[Tool]) -> tuple[str, list[str] | None]:
+    """The agent's tool_choice and the policy's allowed tools."""
+    names = {t.name for t in tools}
+    choice = body.tool_choice
+    if choice is None or isinstance(choice, str):
+        value = choice or "auto"
+        if value == "required" and not tools:
+            raise ApiError(
+                400,
+                "tool_choice 'required' needs at least one tool.",
+                code="invalid_value",
+                param="tool_choice",
+            )
+        return value, None
+    if isinstance(choice, SpecificFunctionParam):
+        if choice.name not in names:
+            raise ApiError(
+                400,
+                f"tool_choice names '{choice.name}', which is not in tools.",
+                code="invalid_value",
+                param="tool_choice.name",
+            )
+        return choice.name, None
+    assert isinstance(choice, AllowedToolsParam)
+    allowed = []
+    for index, spec in enumerate(choice.tools):
+        if spec.name not in names:
+            raise ApiError(
+                400,
+                f"allowed_tools names '{spec.name}', which is not in tools.",
+                code="invalid_value",
+                param=f"tool_choice.tools[{index}].name",
+            )
+        allowed.append(spec.name)
+    return choice.mode, allowed
+
+
+def _settings(body: CreateResponseBody) -> ModelSettings:
+    extra: dict[str, Any] = {}
+    for name in (
+        "presence_penalty",
+        "frequency_penalty",
+        "top_logprobs",
+        "service_tier",
+        "safety_identifier",
+        "prompt_cache_key",
+    ):
+        value = getattr(body, name)
+        if value is not None:
+            extra[name] = value
+    if body.text is not None and body.text.verbosity is not None:
+        extra["verbosity"] = body.text.verbosity
+    reasoning = body.reasoning.model_dump(exclude_none=True) if body.reasoning else None
+    return ModelSettings(
+        temperature=body.temperature,
+        top_p=body.top_p,
+        max_output_tokens=body.max_output_tokens,
+        reasoning=reasoning or None,
+        extra=extra,
+    )
+
+
+class Gateway:
+    """Shared by every request of an app."""
+
+    def __init__(
+        self,
+        *,
+        config: GatewayConfig,
+        store: Store,
+        router: ModelRouter,
+        toolsets: Mapping[str, Sequence[Tool]],
+    ) -> None:
+        self.config = config
+        self.store = store
+        self.router = router
+        self.toolsets = toolsets
+        self.registry = Registry()
+
+    async def _history(
+        self, principal: Principal, body: CreateResponseBody
+    ) -> tuple[list[Item], ResponseRecord | None]:
+        prev_id = body.previous_response_id
+        if prev_id is None:
+            return [], None
+        try:
+            chain = await self.store.load_chain(principal.tenant_id, prev_id)
+        except NotFound:
+            raise ApiError(
+                404,
+                f"Previous response with id '{prev_id}' not found.",
+                code="previous_response_not_found",
+                param="previous_response_id",
+            ) from None
+        if chain.response.status in RUNNING:
+            raise ApiError(
+                409,
+                f"Previous response '{prev_id}' is still in progress; wait for "
+                "it to finish or cancel it.",
+                code="response_in_progress",
+                param="previous_response_id",
+            )
+        items = drop_unanswerable([item_from_dict(d) for d in chain.items])
+        return items, chain.response
+
+    async def create(self, principal: Principal, body: CreateResponseBody) -> Execution:
+        cfg = self.config.server
+        model_name = body.model or cfg.default_model
+        if not model_name:
+            raise ApiError(
+                400,
+                "Missing required parameter: 'model'.",
+                code="missing_required_parameter",
+                param="model",
+            )
+        model = self.router.get(model_name)
+        tools = request_tools(body.tools, self.toolsets)
+        tool_choice, allowed = _tool_choice(body, tools)
+        if body.background and not body.store:
+            raise ApiError(
+                400,
+                "background responses must be stored (store: true).",
+                code="invalid_value",
+                param="background",
+            )
+        new_items = _input_items(body)
+        if not new_items and body.previous_response_id is None:
+            raise ApiError(
+                400,
+                "Missing required parameter: 'input'.",
+                code="missing_required_parameter",
+                param="input",
+            )
+        if self.registry.count(principal.tenant_id) >= cfg.max_concurrent_per_tenant:
+            raise ApiError(
+                429,
+                "Too many responses in progress for this tenant; retry later.",
+                code="rate_limit_exceeded",
+            )
+        history, previous = await self._history(principal, body)
+        _check_outputs(history, new_items)
+        ids = TurnIds()
+        schema = None
+        fmt = body.text.format if body.text is not None else None
+        if fmt is not None and fmt.type == "json_schema":
+            schema = fmt.schema_
+        kwargs: dict[str, Any] = {}
+        if schema is not None and _AGENT_TAKES_OUTPUT_TYPE:
+            kwargs["output_type"] = schema
+        wrapped = StampingModel(model, ids, output_schema=schema)
+        try:
+            agent = Agent(
+                wrapped,
+                instructions=body.instructions,
+                tools=tools,
+                limits=Limits(
+                    max_turns=cfg.max_turns,
+                    max_tool_calls=body.max_tool_calls,
+                    tool_timeout=cfg.tool_timeout,
+                ),
+                policy=Policy(allowed_tools=allowed, auto_approve="high"),
+                parallel_tool_calls=(
+                    True if body.parallel_tool_calls is None else body.parallel_tool_calls
+                ),
+                tool_choice=tool_choice,
+                settings=_settings(body),
+                workspace=cfg.workspace,
+                **kwargs,
+            )
+        except ConfigError as exc:
+            raise ApiError(400, str(exc), code="invalid_value") from None
+        created_at = int(time.time())
+        meta = ResponseMeta.build(
+            response_id=new_id("resp"),
+            created_at=created_at,
+            model=model_name,
+            body=body,
+            tools=agent.tool_schemas,
+        )
+        record = None
+        if body.store:
+            record = await self.store.create_response(
+                response_id=meta.id,
+                tenant_id=principal.tenant_id,
+                key_id=principal.key_id,
+                model=model_name,
+                created_at=created_at,
+                background=body.background,
+                status="in_progress",
+                resource=without_output(snapshot(meta.base, status="in_progress", output=[])),
+                input_items=[item_to_dict(i) for i in new_items],
+                previous=previous,
+            )
+        execution = Execution(
+            principal=principal,
+            meta=meta,
+            agent=agent,
+            ids=ids,
+            conversation=[*history, *new_items],
+            record=record,
+            store=self.store,
+            streaming=body.stream,
+            background=body.background,
+            client_tools_status=cfg.client_tools_status,
+        )
+        execution.start()
+        self.registry.add(execution)
+        return execution
+
+    async def retrieve(self, principal: Principal, response_id: str) -> dict[str, Any]:
+        running = self.registry.get(response_id, principal.tenant_id)
+        if running is not None and running.record is not None:
+            return running.live()
+        try:
+            record, output = await self.store.get_response(principal.tenant_id, response_id)
+        except NotFound:
+            raise not_found("response", response_id) from None
+        return {**record.resource, "output": [wire_stored(d) for d in output]}
+
+    async def cancel(self, principal: Principal, response_id: str) -> dict[str, Any]:
+        running = self.registry.get(response_id, principal.tenant_id)
+        if running is not None:
+            running.cancel()
+            return await running.wait()
+        current = await self.retrieve(principal, response_id)
+        status = current["status"]
+        if status == "cancelled":
+            return current
+        if status in RUNNING:  # started by a worker that is gone or elsewhere
+            ended = {
+                **current,
+                "status": "cancelled",
+                "completed_at": int(time.time()),
+                "incomplete_details": {"reason": "cancelled"},
+            }
+            await self.store.mark_ended(
+                principal.tenant_id,
+                response_id,
+                status="cancelled",
+                resource=without_output(ended),
+            )
+            return ended
+        raise ApiError(
+            409,
+            f"Response '{response_id}' has already finished ({status}); only "
+            "responses in progress can be cancelled.",
+            code="response_not_cancellable",
+        )
+
+    async def delete(self, principal: Principal, response_id: str) -> dict[str, Any]:
+        try:
+            await self.store.delete_response(principal.tenant_id, response_id)
+        except NotFound:
+            raise not_found("response", response_id) from None
+        except StoreConflict:
+            raise ApiError(
+                409,
+                f"Response '{response_id}' is in progress; cancel it first.",
+                code="response_in_progress",
+            ) from None
+        return {"id": response_id, "object": "response.deleted", "deleted": True}
+
+    async def input_items(
+        self,
+        principal: Principal,
+        response_id: str,
+        *,
+        after: str | None,
+        limit: int,
+        order: str,
+    ) -> dict[str, Any]:
+        try:
+            data, more = await self.store.input_items(
+                principal.tenant_id, response_id, after=after, limit=limit, order=order
+            )
+        except NotFound:
+            raise not_found("response", response_id) from None
+        items = [wire_stored(d) for d in data]
+        return {
+            "object": "list",
+            "data": items,
+            "first_id": items[0].get("id") if items else None,
+            "last_id": items[-1].get("id") if items else None,
+            "has_more": more,
+        }

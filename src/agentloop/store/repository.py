@@ -1,0 +1,518 @@
+"""The store's operations. Every query is scoped to a tenant; another tenant's id is NotFound.
+
+Items are stored per conversation in order (see :mod:`agentloop.store.schema`), so a
+``previous_response_id`` chain of any length is rebuilt with two queries.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import secrets
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import and_, delete, event, insert, literal, select, text, update
+from sqlalchemy.engine import Row
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
+from sqlalchemy.pool import StaticPool
+
+from agentloop.items import new_id
+from agentloop.store import schema as t
+from agentloop.store.migrate import upgrade
+from agentloop.store.url import normalise_url
+
+RUNNING = ("queued", "in_progress")
+KEY_PREFIX = "al-"
+
+
+class NotFound(LookupError):
+    """No such object for this tenant."""
+
+
+class StoreConflict(RuntimeError):
+    """The object is in a state that does not allow the operation (e.g. still running)."""
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ApiKeyRecord:
+    id: str
+    tenant_id: str
+    tenant_name: str
+    name: str
+    prefix: str
+    created_at: int
+    revoked_at: int | None
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ResponseRecord:
+    """A stored response. ``resource`` is its Open Responses object without ``output``."""
+
+    id: str
+    tenant_id: str
+    conversation_id: str
+    seq_start: int
+    input_end: int
+    seq_end: int
+    previous_response_id: str | None
+    status: str
+    model: str
+    created_at: int
+    completed_at: int | None
+    background: bool
+    key_id: str | None
+    resource: dict[str, Any]
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Chain:
+    """A stored response and every item of its conversation up to its end, in order."""
+
+    response: ResponseRecord
+    items: list[dict[str, Any]]
+
+
+def hash_key(secret: str) -> str:
+    return hashlib.sha256(secret.encode()).hexdigest()
+
+
+def _now() -> int:
+    return int(time.time())
+
+
+def _loads_many(datas: Sequence[str]) -> list[dict[str, Any]]:
+    """Decode many JSON objects with one parser call."""
+    if not datas:
+        return []
+    decoded: list[dict[str, Any]] = json.loads("[" + ",".join(datas) + "]")
+    return decoded
+
+
+def _dumps(value: Any) -> str:
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+
+
+def _record(row: Row[Any]) -> ResponseRecord:
+    m = row._mapping
+    return ResponseRecord(
+        id=m["id"],
+        tenant_id=m["tenant_id"],
+        conversation_id=m["conversation_id"],
+        seq_start=m["seq_start"],
+        input_end=m["input_end"],
+        seq_end=m["seq_end"],
+        previous_response_id=m["previous_response_id"],
+        status=m["status"],
+        model=m["model"],
+        created_at=m["created_at"],
+        completed_at=m["completed_at"],
+        background=bool(m["background"]),
+        key_id=m["key_id"],
+        resource=json.loads(m["resource"]),
+    )
+
+
+def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
+    cursor = dbapi_connection.cursor()
+    for pragma in ("journal_mode=WAL", "synchronous=NORMAL", "busy_timeout=10000"):
+        cursor.execute(f"PRAGMA {pragma}")
+    cursor.close()
+
+
+def make_engine(url: str) -> AsyncEngine:
+    """An async engine for a store URL. SQLite uses one shared connection (writes serialise
+    there anyway, and it rules out lock upgrades failing with SQLITE_BUSY)."""
+    full = normalise_url(url)
+    if full.startswith("sqlite"):
+        memory = ":memory:" in full or full.rstrip("/").endswith("sqlite+aiosqlite:")
+        if memory:
+            engine = create_async_engine(full, poolclass=StaticPool)
+        else:
+            engine = create_async_engine(full, pool_size=1, max_overflow=0, pool_timeout=60)
+        event.listen(engine.sync_engine, "connect", _sqlite_pragmas)
+        return engine
+    return create_async_engine(full, pool_size=10, max_overflow=20, pool_pre_ping=False)
+
+
+_MIGRATED: set[str] = set()
+
+
+class Store:
+    """Responses, conversation items, tenants, API keys and tool audit records."""
+
+    def __init__(self, engine: AsyncEngine) -> None:
+        self.engine = engine
+
+    @classmethod
+    async def open(cls, url: str, *, migrate: bool = True) -> Store:
+        """Connect and apply migrations (once per process and URL)."""
+        engine = make_engine(url)
+        if migrate and url not in _MIGRATED:
+            await upgrade(engine)
+            _MIGRATED.add(url)
+        return cls(engine)
+
+    async def aclose(self) -> None:
+        await self.engine.dispose()
+
+    async def ping(self) -> None:
+        async with self.engine.connect() as conn:
+            await conn.execute(text("SELECT 1"))
+
+    # --- tenants and keys ------------------------------------------------------------------
+
+    async def ensure_tenant(self, name: str, *, tenant_id: str | None = None) -> str:
+        """The id of the tenant called ``name``, created if needed."""
+        async with self.engine.begin() as conn:
+            found = await conn.scalar(select(t.tenants.c.id).where(t.tenants.c.name == name))
+            if found is not None:
+                return str(found)
+            new = tenant_id or new_id("ten")
+            await conn.execute(insert(t.tenants).values(id=new, name=name, created_at=_now()))
+            return new
+
+    async def create_key(self, tenant: str, name: str = "default") -> tuple[ApiKeyRecord, str]:
+        """A new API key for ``tenant`` (created if needed). The secret is returned once; only
+        its SHA-256 is stored."""
+        tenant_id = await self.ensure_tenant(tenant)
+        secret = KEY_PREFIX + secrets.token_urlsafe(32)
+        record = ApiKeyRecord(
+            id=new_id("key"),
+            tenant_id=tenant_id,
+            tenant_name=tenant,
+            name=name,
+            prefix=secret[:10],
+            created_at=_now(),
+            revoked_at=None,
+        )
+        async with self.engine.begin() as conn:
+            await conn.execute(
+                insert(t.api_keys).values(
+                    id=record.id,
+                    tenant_id=tenant_id,
+                    name=name,
+                    prefix=record.prefix,
+                    hash=hash_key(secret),
+                    created_at=record.created_at,
+                )
+            )
+        return record, secret
+
+    def _key_query(self) -> Any:
+        k, ten = t.api_keys, t.tenants
+        return select(
+            k.c.id,
+            k.c.tenant_id,
+            ten.c.name.label("tenant_name"),
+            k.c.name,
+            k.c.prefix,
+            k.c.created_at,
+            k.c.revoked_at,
+        ).join(ten, ten.c.id == k.c.tenant_id)
+
+    @staticmethod
+    def _key(row: Row[Any]) -> ApiKeyRecord:
+        return ApiKeyRecord(**dict(row._mapping))
+
+    async def list_keys(self) -> list[ApiKeyRecord]:
+        async with self.engine.connect() as conn:
+            rows = await conn.execute(self._key_query().order_by(t.api_keys.c.created_at))
+            return [self._key(r) for r in rows]
+
+    async def revoke_key(self, key_id: str) -> bool:
+        async with self.engine.begin() as conn:
+            result = await conn.execute(
+                update(t.api_keys)
+                .where(t.api_keys.c.id == key_id, t.api_keys.c.revoked_at.is_(None))
+                .values(revoked_at=_now())
+            )
+            return bool(result.rowcount)
+
+    async def authenticate(self, secret: str) -> ApiKeyRecord | None:
+        """The active key with this secret, or None."""
+        query = self._key_query().where(
+            t.api_keys.c.hash == hash_key(secret), t.api_keys.c.revoked_at.is_(None)
+        )
+        async with self.engine.connect() as conn:
+            row = (await conn.execute(query)).first()
+        return None if row is None else self._key(row)
+
+    async def has_active_keys(self) -> bool:
+        query = select(t.api_keys.c.id).where(t.api_keys.c.revoked_at.is_(None)).limit(1)
+        async with self.engine.connect() as conn:
+            return (await conn.scalar(query)) is not None
+
+    # --- responses ---------------------------------------------------------------------------
+
+    @staticmethod
+    async def _get(conn: AsyncConnection, tenant_id: str, response_id: str) -> ResponseRecord:
+        r = t.responses
+        row = (
+            await conn.execute(select(r).where(r.c.id == response_id, r.c.tenant_id == tenant_id))
+        ).first()
+        if row is None:
+            raise NotFound(response_id)
+        return _record(row)
+
+    @staticmethod
+    async def _items(conn: AsyncConnection, conversation_id: str, start: int, end: int) -> Any:
+        i = t.items
+        return await conn.execute(
+            select(i.c.data)
+            .where(i.c.conversation_id == conversation_id, i.c.seq >= start, i.c.seq < end)
+            .order_by(i.c.seq)
+        )
+
+    async def load_chain(self, tenant_id: str, response_id: str) -> Chain:
+        """The response and its whole conversation up to its end: two queries."""
+        async with self.engine.connect() as conn:
+            record = await self._get(conn, tenant_id, response_id)
+            rows = await self._items(conn, record.conversation_id, 0, record.seq_end)
+            return Chain(response=record, items=_loads_many([r[0] for r in rows]))
+
+    async def get_response(
+        self, tenant_id: str, response_id: str
+    ) -> tuple[ResponseRecord, list[dict[str, Any]]]:
+        """The response and its output items."""
+        async with self.engine.connect() as conn:
+            record = await self._get(conn, tenant_id, response_id)
+            rows = await self._items(conn, record.conversation_id, record.input_end, record.seq_end)
+            return record, _loads_many([r[0] for r in rows])
+
+    async def create_response(
+        self,
+        *,
+        response_id: str,
+        tenant_id: str,
+        key_id: str | None,
+        model: str,
+        created_at: int,
+        background: bool,
+        status: str,
+        resource: Mapping[str, Any],
+        input_items: Sequence[Mapping[str, Any]],
+        previous: ResponseRecord | None,
+    ) -> ResponseRecord:
+        """Store a new (running) response and its input items after ``previous``' items."""
+        n = len(input_items)
+        async with self.engine.begin() as conn:
+            conv_id, base = await self._claim(conn, tenant_id, previous, n)
+            values: dict[str, Any] = {
+                "id": response_id,
+                "tenant_id": tenant_id,
+                "conversation_id": conv_id,
+                "seq_start": base,
+                "input_end": base + n,
+                "seq_end": base + n,
+                "previous_response_id": previous.id if previous else None,
+                "status": status,
+                "model": model,
+                "created_at": created_at,
+                "completed_at": None,
+                "background": background,
+                "key_id": key_id,
+                "resource": _dumps(resource),
+            }
+            await conn.execute(insert(t.responses).values(**values))
+            if input_items:
+                await conn.execute(
+                    insert(t.items),
+                    [
+                        {
+                            "conversation_id": conv_id,
+                            "seq": base + k,
+                            "response_id": response_id,
+                            "item_id": item.get("id"),
+                            "data": _dumps(item),
+                        }
+                        for k, item in enumerate(input_items)
+                    ],
+                )
+        return ResponseRecord(**{**values, "resource": dict(resource)})
+
+    @staticmethod
+    async def _claim(
+        conn: AsyncConnection, tenant_id: str, previous: ResponseRecord | None, n: int
+    ) -> tuple[str, int]:
+        """Where the new response's items go: after ``previous`` in its conversation when it is
+        the head; otherwise in a new conversation holding a copy of the prefix (a fork)."""
+        c = t.conversations
+        if previous is not None:
+            base = previous.seq_end
+            claimed = await conn.execute(
+                update(c)
+                .where(c.c.id == previous.conversation_id, c.c.next_seq == base)
+                .values(next_seq=base + n)
+            )
+            if claimed.rowcount == 1:
+                return previous.conversation_id, base
+        else:
+            base = 0
+        conv_id = new_id("conv")
+        await conn.execute(
+            insert(c).values(id=conv_id, tenant_id=tenant_id, next_seq=base + n, created_at=_now())
+        )
+        if previous is not None and base:
+            i = t.items
+            await conn.execute(
+                insert(i).from_select(
+                    ["conversation_id", "seq", "response_id", "item_id", "data"],
+                    select(literal(conv_id), i.c.seq, i.c.response_id, i.c.item_id, i.c.data).where(
+                        i.c.conversation_id == previous.conversation_id, i.c.seq < base
+                    ),
+                )
+            )
+        return conv_id, base
+
+    async def finish_response(
+        self,
+        record: ResponseRecord,
+        *,
+        status: str,
+        completed_at: int | None,
+        resource: Mapping[str, Any],
+        output_items: Sequence[Mapping[str, Any]],
+        audit: Sequence[Mapping[str, Any]] = (),
+    ) -> bool:
+        """Record how a running response ended, with its output items and audit records.
+
+        False (and nothing written) when it was no longer running (cancelled elsewhere)."""
+        r, c = t.responses, t.conversations
+        end = record.input_end + len(output_items)
+        async with self.engine.begin() as conn:
+            done = await conn.execute(
+                update(r)
+                .where(r.c.id == record.id, r.c.status.in_(RUNNING))
+                .values(
+                    status=status,
+                    completed_at=completed_at,
+                    seq_end=end,
+                    resource=_dumps(resource),
+                )
+            )
+            if done.rowcount != 1:
+                return False
+            if output_items:
+                await conn.execute(
+                    insert(t.items),
+                    [
+                        {
+                            "conversation_id": record.conversation_id,
+                            "seq": record.input_end + k,
+                            "response_id": record.id,
+                            "item_id": item.get("id"),
+                            "data": _dumps(item),
+                        }
+                        for k, item in enumerate(output_items)
+                    ],
+                )
+                await conn.execute(
+                    update(c)
+                    .where(c.c.id == record.conversation_id, c.c.next_seq == record.input_end)
+                    .values(next_seq=end)
+                )
+            if audit:
+                now = _now()
+                await conn.execute(
+                    insert(t.tool_audit),
+                    [
+                        {
+                            "tenant_id": record.tenant_id,
+                            "key_id": record.key_id,
+                            "response_id": record.id,
+                            "call_id": a["call_id"],
+                            "tool": a["tool"],
+                            "arguments": _dumps(a["arguments"]),
+                            "decision": a["decision"],
+                            "outcome": a["outcome"],
+                            "duration": float(a.get("duration", 0.0)),
+                            "cached": bool(a.get("cached", False)),
+                            "message": a.get("message"),
+                            "created_at": now,
+                        }
+                        for a in audit
+                    ],
+                )
+        return True
+
+    async def mark_ended(
+        self, tenant_id: str, response_id: str, *, status: str, resource: Mapping[str, Any]
+    ) -> bool:
+        """End a running response that no worker here is running (crashed or elsewhere)."""
+        r = t.responses
+        async with self.engine.begin() as conn:
+            done = await conn.execute(
+                update(r)
+                .where(r.c.id == response_id, r.c.tenant_id == tenant_id, r.c.status.in_(RUNNING))
+                .values(status=status, completed_at=_now(), resource=_dumps(resource))
+            )
+            return bool(done.rowcount)
+
+    async def delete_response(self, tenant_id: str, response_id: str) -> None:
+        """Delete a finished response. Its items go too unless later responses build on them."""
+        r, c, i = t.responses, t.conversations, t.items
+        async with self.engine.begin() as conn:
+            record = await self._get(conn, tenant_id, response_id)
+            if record.status in RUNNING:
+                raise StoreConflict(response_id)
+            await conn.execute(delete(r).where(r.c.id == record.id))
+            rewound = await conn.execute(
+                update(c)
+                .where(c.c.id == record.conversation_id, c.c.next_seq == record.seq_end)
+                .values(next_seq=record.seq_start)
+            )
+            if rewound.rowcount == 1:
+                await conn.execute(
+                    delete(i).where(
+                        i.c.conversation_id == record.conversation_id,
+                        i.c.seq >= record.seq_start,
+                    )
+                )
+
+    async def input_items(
+        self,
+        tenant_id: str,
+        response_id: str,
+        *,
+        after: str | None = None,
+        limit: int = 20,
+        order: str = "desc",
+    ) -> tuple[list[dict[str, Any]], bool]:
+        """A page of the response's input items and whether more follow."""
+        i = t.items
+        async with self.engine.connect() as conn:
+            record = await self._get(conn, tenant_id, response_id)
+            conds = [
+                i.c.conversation_id == record.conversation_id,
+                i.c.seq >= record.seq_start,
+                i.c.seq < record.input_end,
+            ]
+            if after is not None:
+                anchor = (
+                    select(i.c.seq).where(and_(*conds[:1], i.c.item_id == after)).scalar_subquery()
+                )
+                conds.append(i.c.seq > anchor if order == "asc" else i.c.seq < anchor)
+            ordering = i.c.seq.asc() if order == "asc" else i.c.seq.desc()
+            rows = await conn.execute(
+                select(i.c.data).where(*conds).order_by(ordering).limit(limit + 1)
+            )
+            datas = [row[0] for row in rows]
+        return _loads_many(datas[:limit]), len(datas) > limit
+
+    async def audit_records(self, tenant_id: str, response_id: str) -> list[dict[str, Any]]:
+        a = t.tool_audit
+        async with self.engine.connect() as conn:
+            rows = await conn.execute(
+                select(a)
+                .where(a.c.tenant_id == tenant_id, a.c.response_id == response_id)
+                .order_by(a.c.id)
+            )
+            out = []
+            for row in rows:
+                data = dict(row._mapping)
+                data["arguments"] = json.loads(data["arguments"])
+                out.append(data)
+            return out
