@@ -26,6 +26,9 @@ def demo() -> None:
     run_demo()
 
 
+__import__("agentloop.gateway.cli", fromlist=["register"]).register(app)
+
+
 def main() -> None:
     app()
 

@@ -44,21 +44,25 @@ async def _principal(request: Request) -> Principal:
     return principal
 
 
-def _content_type_ok(request: Request) -> None:
+def _is_form(request: Request) -> bool:
+    """True for a form body; a 415 for anything but JSON or a form."""
     kind = request.headers.get("content-type", "application/json").split(";")[0].strip().lower()
-    if kind not in ("application/json", "", "text/json"):
-        raise ApiError(
-            415,
-            f"Unsupported content type '{kind}'; send application/json.",
-            code="unsupported_media_type",
-        )
+    if kind in ("application/json", "", "text/json"):
+        return False
+    if kind == "application/x-www-form-urlencoded":
+        return True
+    raise ApiError(
+        415,
+        f"Unsupported content type '{kind}'; send application/json.",
+        code="unsupported_media_type",
+    )
 
 
 @router.post("/v1/responses", response_model=None)
 async def create_response(request: Request) -> Response:
     principal = await _principal(request)
-    _content_type_ok(request)
-    body = parse_create(await request.body())
+    form = _is_form(request)
+    body = parse_create(await request.body(), form=form)
     execution = await _gateway(request).create(principal, body)
     if body.stream:
         return SSEResponse(execution.frames())

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 from typing import Annotated, Any, Literal
+from urllib.parse import parse_qsl
 
 from pydantic import (
     BaseModel,
@@ -293,8 +294,34 @@ def parse_json_body(raw: bytes) -> dict[str, Any]:
     return data
 
 
-def parse_create(raw: bytes) -> CreateResponseBody:
-    data = parse_json_body(raw)
+def parse_form_body(raw: bytes) -> dict[str, Any]:
+    """An ``application/x-www-form-urlencoded`` body (the spec allows it): a JSON object sent
+    with that header, or ``key=value`` pairs whose values are decoded as JSON when they are."""
+    if raw.lstrip()[:1] == b"{":
+        return parse_json_body(raw)
+    try:
+        pairs = parse_qsl(raw.decode("utf-8"), keep_blank_values=True, strict_parsing=True)
+    except (UnicodeDecodeError, ValueError):
+        raise ApiError(
+            400, "The request body is not a valid form or JSON object.", code="invalid_body"
+        ) from None
+    data: dict[str, Any] = {}
+    for key, value in pairs:
+        try:
+            decoded: Any = json.loads(value)
+        except ValueError:
+            decoded = value
+        data[key] = value if key in _STRING_FIELDS else decoded
+    return data
+
+
+_STRING_FIELDS = frozenset(
+    {"model", "instructions", "previous_response_id", "safety_identifier", "prompt_cache_key"}
+)
+
+
+def parse_create(raw: bytes, *, form: bool = False) -> CreateResponseBody:
+    data = parse_form_body(raw) if form else parse_json_body(raw)
     try:
         return CreateResponseBody.model_validate(data)
     except ValidationError as exc:
