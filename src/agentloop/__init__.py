@@ -30,6 +30,7 @@ from agentloop.items import (
 from agentloop.models.base import Model, ModelRequest, ModelResponse, ModelSettings
 from agentloop.run.agent import Agent
 from agentloop.run.cache import ResultCache
+from agentloop.run.hooks import Hooks
 from agentloop.run.limits import Limits
 from agentloop.run.policy import Policy
 from agentloop.run.result import AuditRecord, PendingCall, RunResult
@@ -47,6 +48,7 @@ __all__ = [
     "ConfigError",
     "FunctionCall",
     "FunctionCallOutput",
+    "Hooks",
     "InputImage",
     "InputText",
     "Item",

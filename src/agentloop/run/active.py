@@ -15,11 +15,23 @@ from agentloop.run.limits import Limits
 from agentloop.run.paths import normalise
 from agentloop.run.policy import Policy
 from agentloop.run.ratelimit import RateLimiter
+from agentloop.run.result import RunStatus
 from agentloop.run.state import RunState
 
 if TYPE_CHECKING:
     from agentloop.run.agent import Agent
     from agentloop.tools.tool import Tool
+
+
+class RunEnd(Exception):
+    """Control flow inside the loop: the run ends with this status and reason."""
+
+    def __init__(self, status: RunStatus, reason: str) -> None:
+        super().__init__(f"{status}: {reason}")
+        self.status, self.reason = status, reason
+
+
+_NO_OUTPUT: Any = object()
 
 
 @dataclass(kw_only=True, eq=False)
@@ -41,6 +53,13 @@ class ActiveRun:
     task: asyncio.Task[Any] | None = None
     error: BaseException | None = None
     hook_errors: list[BaseException] = field(default_factory=list)
+    output_value: Any = _NO_OUTPUT
+    """The validated structured output, once accepted."""
+    output_errors: list[str] = field(default_factory=list)
+
+    @property
+    def has_output(self) -> bool:
+        return self.output_value is not _NO_OUTPUT
 
     @property
     def limits(self) -> Limits:

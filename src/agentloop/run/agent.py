@@ -12,8 +12,16 @@ from agentloop.items import Item, to_items
 from agentloop.models.base import Model, ModelSettings, ToolSchema
 from agentloop.run.active import ActiveRun
 from agentloop.run.cache import ResultCache
+from agentloop.run.hooks import Hooks
 from agentloop.run.limits import Limits
 from agentloop.run.loop import Resume, run_events
+from agentloop.run.output import (
+    OUTPUT_TOOL_NAME,
+    OutputSpec,
+    Reflector,
+    Validator,
+    build_output_spec,
+)
 from agentloop.run.policy import Policy
 from agentloop.run.ratelimit import RateLimiter
 from agentloop.run.result import RunResult
@@ -60,6 +68,11 @@ class Agent:
         workspace: str | Path | None = None,
         cache: bool | ResultCache = True,
         name: str = "agent",
+        output_type: Any = None,
+        output_validators: Sequence[Validator] = (),
+        reflect: Reflector | None = None,
+        hooks: Hooks | None = None,
+        output_tool_name: str = OUTPUT_TOOL_NAME,
     ) -> None:
         if isinstance(model, str):
             from agentloop.models.resolve import resolve
@@ -76,11 +89,27 @@ class Agent:
             if t.name in self.tools_by_name:
                 raise ConfigError(f"two tools are named {t.name!r}")
             self.tools_by_name[t.name] = t
-        self.tool_schemas: tuple[ToolSchema, ...] = tuple(t.schema for t in self.tools)
-        if (
-            tool_choice not in ("auto", "required", "none")
-            and tool_choice not in self.tools_by_name
-        ):
+        self.output: OutputSpec | None = None
+        if output_type is not None:
+            self.output = build_output_spec(
+                output_type, validators=output_validators, reflect=reflect,
+                tool_name=output_tool_name,
+            )  # fmt: skip
+        elif output_validators or reflect is not None:
+            raise ConfigError("output_validators and reflect need an output_type")
+        schemas = [t.schema for t in self.tools]
+        if self.output is not None:
+            schemas += [s for s in (self.output.tool, self.output.submit) if s is not None]
+            for s in schemas[len(self.tools) :]:
+                if s.name in self.tools_by_name:
+                    raise ConfigError(f"a tool is named {s.name!r}, which the output needs")
+        self.tool_schemas: tuple[ToolSchema, ...] = tuple(schemas)
+        if hooks is not None and not isinstance(hooks, Hooks):
+            raise ConfigError("hooks must be an agentloop.Hooks instance")
+        self.hooks = hooks
+        if tool_choice not in ("auto", "required", "none") and tool_choice not in {
+            s.name for s in self.tool_schemas
+        }:
             raise ConfigError(
                 f"tool_choice must be 'auto', 'required', 'none' or a tool name; "
                 f"{tool_choice!r} is none of these"

@@ -10,14 +10,23 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, TypeAlias
 
 from agentloop.items import Item, Usage
-from agentloop.models.base import ReasoningDelta, StreamWarning, TextDelta, ToolCallDelta
+from agentloop.models.base import (
+    ModelResponse,
+    ReasoningDelta,
+    StreamWarning,
+    TextDelta,
+    ToolCallDelta,
+)
 
 if TYPE_CHECKING:
     from agentloop.run.result import RunResult
 
 __all__ = [
+    "AttemptStarted",
     "Event",
     "ItemAdded",
+    "ModelResponded",
+    "OutputValidationFailed",
     "ReasoningDelta",
     "RunFinished",
     "RunStarted",
@@ -42,6 +51,31 @@ class RunStarted:
 class TurnStarted:
     type: ClassVar[str] = "turn_started"
     turn: int
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ModelResponded:
+    """The model's complete answer for this turn (after its items were added)."""
+
+    type: ClassVar[str] = "model_response"
+    response: ModelResponse
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class AttemptStarted:
+    """A structured-output attempt starts (1-based)."""
+
+    type: ClassVar[str] = "attempt_started"
+    attempt: int
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class OutputValidationFailed:
+    """A structured output was rejected; ``errors`` were sent back to the model."""
+
+    type: ClassVar[str] = "output_validation_failed"
+    attempt: int
+    errors: tuple[str, ...]
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -93,6 +127,9 @@ Event: TypeAlias = (
     | ToolCallDelta
     | StreamWarning
     | ItemAdded
+    | ModelResponded
+    | AttemptStarted
+    | OutputValidationFailed
     | ToolCallStarted
     | ToolCallFinished
     | TurnCompleted

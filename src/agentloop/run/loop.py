@@ -22,17 +22,20 @@ from agentloop.items import (
     with_id,
 )
 from agentloop.models.base import ModelRequest, ModelResponse, ResponseDone
-from agentloop.run.active import ActiveRun
+from agentloop.run import attempts
+from agentloop.run.active import ActiveRun, RunEnd
 from agentloop.run.batch import Batch
 from agentloop.run.events import (
     Event,
     ItemAdded,
+    ModelResponded,
     RunFinished,
     RunStarted,
     TurnCompleted,
     TurnStarted,
 )
 from agentloop.run.execute import CallPlan, plan_call
+from agentloop.run.hooks import Hooks, dispatch
 from agentloop.run.result import RunResult, RunStatus
 
 CONFIRM_COMPLETION_PROMPT = (
@@ -51,32 +54,25 @@ class Resume:
     approvals: Mapping[str, bool]
 
 
-class _End(Exception):
-    """Internal: the run ends with this status and reason."""
-
-    def __init__(self, status: RunStatus, reason: str) -> None:
-        self.status, self.reason = status, reason
-
-
 class _ModelFailed(Exception):
     def __init__(self, error: BaseException) -> None:
         self.error = error
 
 
 def _check_budgets(run: ActiveRun) -> None:
-    """Raise :class:`_End` when a budget says no further turn may start."""
+    """Raise :class:`RunEnd` when a budget says no further turn may start."""
     state, limits = run.state, run.limits
     if run.budget:
-        raise _End("incomplete", "budget_exceeded")
+        raise RunEnd("incomplete", "budget_exceeded")
     if state.turns >= limits.max_turns:
-        raise _End("incomplete", "max_turns")
+        raise RunEnd("incomplete", "max_turns")
     if limits.max_total_tokens is not None and state.usage.total_tokens >= limits.max_total_tokens:
         run.budget = "max_total_tokens"
-        raise _End("incomplete", "budget_exceeded")
+        raise RunEnd("incomplete", "budget_exceeded")
     remaining = run.remaining()
     if remaining is not None and remaining <= 0:
         run.budget = "max_duration_s"
-        raise _End("incomplete", "budget_exceeded")
+        raise RunEnd("incomplete", "budget_exceeded")
 
 
 def build_request(run: ActiveRun) -> ModelRequest:
@@ -158,13 +154,13 @@ def _end_after_calls(run: ActiveRun) -> None:
     state = run.state
     if state.pending:
         kinds = {p.kind for p in state.pending}
-        raise _End("requires_action", "approval_required" if "approval" in kinds
+        raise RunEnd("requires_action", "approval_required" if "approval" in kinds
                    else "client_tool_call")  # fmt: skip
     if run.budget:
-        raise _End("incomplete", "budget_exceeded")
+        raise RunEnd("incomplete", "budget_exceeded")
     limit = run.limits.max_consecutive_errors
     if limit is not None and state.consecutive_error_turns >= limit:
-        raise _End("incomplete", "tool_errors")
+        raise RunEnd("incomplete", "tool_errors")
 
 
 def _find_call(run: ActiveRun, call_id: str) -> FunctionCall:
@@ -234,10 +230,14 @@ def make_result(run: ActiveRun, status: RunStatus, reason: str) -> RunResult:
     state = run.state
     state.status, state.reason = status, reason
     state.elapsed_s = run.elapsed()
+    if run.agent.output is not None:
+        output = run.output_value if run.has_output else None
+    else:
+        output = last_assistant_text(state.items[run.new_from :])
     return RunResult(
         status=status,
         reason=reason,
-        output=last_assistant_text(state.items[run.new_from :]),
+        output=output,
         items=list(state.items),
         new_items=state.items[run.new_from :],
         usage=state.usage,
@@ -249,13 +249,73 @@ def make_result(run: ActiveRun, status: RunStatus, reason: str) -> RunResult:
         audit=list(state.audit),
         budget=run.budget if reason == "budget_exceeded" else None,
         run_id=state.run_id,
-        hook_errors=list(run.hook_errors),
+        hook_errors=run.hook_errors,
+        attempts=attempts.attempt(run),
+        output_errors=list(run.output_errors),
     )
 
 
-async def run_events(run: ActiveRun, resume: Resume | None = None) -> AsyncIterator[Event]:
+async def _turn(run: ActiveRun) -> AsyncIterator[Event]:
+    """One turn: the model call, then the calls it asked for. Raises RunEnd to stop."""
+    state, agent, spec = run.state, run.agent, run.agent.output
+    _check_budgets(run)
+    if spec is not None:
+        attempts.begin_turn(run)
+    state.turns += 1
+    yield TurnStarted(turn=state.turns)
+    box: list[ModelResponse] = []
+    async for part in _model_turn(run, box):
+        yield part
+    response = box[0]
+    state.usage = state.usage + response.usage
+    calls: list[FunctionCall] = []
+    for raw in response.items:
+        item = with_id(raw)
+        state.items.append(item)
+        if isinstance(item, FunctionCall):
+            calls.append(item)
+        yield ItemAdded(item=item)
+    yield ModelResponded(response=response)
+    done = TurnCompleted(turn=state.turns, usage=response.usage)
+    if not calls:
+        if spec is not None:
+            for event in attempts.text_answer(run, spec):
+                yield event
+        elif agent.confirm_completion and not state.confirmation_asked:
+            state.confirmation_asked = True
+            prompt = with_id(user(CONFIRM_COMPLETION_PROMPT))
+            state.items.append(prompt)
+            yield ItemAdded(item=prompt)
+        else:
+            yield done
+            raise RunEnd("completed", "final_answer")
+        yield done
+        return
+    if agent.tool_choice == "none":
+        yield done
+        raise RunEnd("completed", "tool_choice_none")
+    state.confirmation_asked = False
+    ordinary, special = attempts.split_calls(spec, calls) if spec is not None else (calls, [])
+    if ordinary:
+        plans = await _plan(run, ordinary)
+        state.pending = [p.pending for p in plans if p.pending is not None]
+        state.tool_calls += sum(1 for p in state.pending if p.kind == "client")
+        async for event in _run_batch(run, Batch(run, plans)):
+            yield event
+    if special and spec is not None:
+        try:
+            async for event in attempts.handle_output_calls(run, spec, special):
+                yield event
+        except RunEnd:
+            yield done
+            raise
+    yield done
+    _end_after_calls(run)
+
+
+async def _events(run: ActiveRun, resume: Resume | None) -> AsyncIterator[Event]:
     """The loop. Yields events; the last one is ``RunFinished`` with the result."""
-    state, agent = run.state, run.agent
+    state = run.state
     run.task = asyncio.current_task()
     yield RunStarted(run_id=state.run_id, resumed=resume is not None)
     status: RunStatus = "completed"
@@ -265,46 +325,14 @@ async def run_events(run: ActiveRun, resume: Resume | None = None) -> AsyncItera
             async for event in _resume_events(run, resume):
                 yield event
             _end_after_calls(run)
+        elif run.agent.output is not None:
+            yield attempts.start_attempt(run, 1)
         while True:
             if run.cancel_requested:
                 raise asyncio.CancelledError
-            _check_budgets(run)
-            state.turns += 1
-            yield TurnStarted(turn=state.turns)
-            box: list[ModelResponse] = []
-            async for part in _model_turn(run, box):
-                yield part
-            response = box[0]
-            state.usage = state.usage + response.usage
-            calls: list[FunctionCall] = []
-            for raw in response.items:
-                item = with_id(raw)
-                state.items.append(item)
-                if isinstance(item, FunctionCall):
-                    calls.append(item)
-                yield ItemAdded(item=item)
-            if not calls:
-                if agent.confirm_completion and not state.confirmation_asked:
-                    state.confirmation_asked = True
-                    prompt = with_id(user(CONFIRM_COMPLETION_PROMPT))
-                    state.items.append(prompt)
-                    yield ItemAdded(item=prompt)
-                    yield TurnCompleted(turn=state.turns, usage=response.usage)
-                    continue
-                yield TurnCompleted(turn=state.turns, usage=response.usage)
-                break
-            if agent.tool_choice == "none":
-                yield TurnCompleted(turn=state.turns, usage=response.usage)
-                raise _End("completed", "tool_choice_none")
-            state.confirmation_asked = False
-            plans = await _plan(run, calls)
-            state.pending = [p.pending for p in plans if p.pending is not None]
-            state.tool_calls += sum(1 for p in state.pending if p.kind == "client")
-            async for event in _run_batch(run, Batch(run, plans)):
+            async for event in _turn(run):
                 yield event
-            yield TurnCompleted(turn=state.turns, usage=response.usage)
-            _end_after_calls(run)
-    except _End as end:
+    except RunEnd as end:
         status, reason = end.status, end.reason
     except _ModelFailed as failure:
         status, reason = "failed", "model_error"
@@ -316,3 +344,17 @@ async def run_events(run: ActiveRun, resume: Resume | None = None) -> AsyncItera
         state.pending = []
         _fill_cancelled_outputs(run)
     yield RunFinished(result=make_result(run, status, reason))
+
+
+async def _with_hooks(run: ActiveRun, hooks: Hooks, resume: Resume | None) -> AsyncIterator[Event]:
+    async for event in _events(run, resume):
+        await dispatch(hooks, run.state, event, run.hook_errors)
+        yield event
+
+
+def run_events(run: ActiveRun, resume: Resume | None = None) -> AsyncIterator[Event]:
+    """The event stream of a run (with the agent's hooks, if any, called on each event)."""
+    hooks = run.agent.hooks
+    if hooks is None:
+        return _events(run, resume)
+    return _with_hooks(run, hooks, resume)
