@@ -1,0 +1,193 @@
+"""The OpenAI Responses API (``openai-responses:<model>``), and Open Responses servers.
+
+Our items are the Open Responses item model, so translation is thin (see
+:mod:`.openai_responses_wire`); reasoning items with ``encrypted_content`` are passed back so
+that reasoning models keep their chain of thought across turns. Streaming maps
+``response.output_text.delta`` to text deltas, ``response.function_call_arguments.delta`` to
+tool-call deltas, reasoning summary (and raw reasoning) deltas to reasoning deltas, and the
+terminal ``response.completed`` / ``response.incomplete`` to the final response.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Mapping
+from typing import Any
+
+import httpx2
+import openai
+from openai.types.responses import (
+    Response,
+    ResponseCompletedEvent,
+    ResponseErrorEvent,
+    ResponseFailedEvent,
+    ResponseFunctionCallArgumentsDeltaEvent,
+    ResponseIncompleteEvent,
+    ResponseOutputItemAddedEvent,
+    ResponseReasoningSummaryTextDeltaEvent,
+    ResponseReasoningTextDeltaEvent,
+    ResponseTextDeltaEvent,
+)
+
+from agentloop.errors import ModelError, ProviderUnavailable
+from agentloop.models.base import (
+    Model,
+    ModelRequest,
+    ModelResponse,
+    ReasoningDelta,
+    ResponseDone,
+    StreamPart,
+    TextDelta,
+    ToolCallDelta,
+)
+from agentloop.models.openai_client import make_client, provider_label, split_body
+from agentloop.models.openai_errors import error_from_code, map_openai_error
+from agentloop.models.openai_responses_wire import build_responses_body, parse_response
+from agentloop.models.openai_tools import StrictTools
+from agentloop.models.retry import RetryPolicy, Sleep, call_with_retries, stream_with_retries
+
+__all__ = ["OpenAIResponsesModel"]
+
+# request-body keys that are create() parameters; anything else goes through extra_body
+_RESPONSES_KEYS = frozenset(
+    {"model", "input", "instructions", "tools", "tool_choice", "parallel_tool_calls",
+     "temperature", "top_p", "max_output_tokens", "reasoning", "include", "text"}
+)  # fmt: skip
+
+
+class OpenAIResponsesModel(Model):
+    """A model behind the Responses API; same options as
+    :class:`~agentloop.models.openai_chat.OpenAIChatModel`."""
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        api_key: str | None = None,
+        base_url: str | None = None,
+        organization: str | None = None,
+        client: openai.AsyncOpenAI | None = None,
+        retry: RetryPolicy | None = None,
+        strict_tools: bool = False,
+        timeout: float | None = None,
+        default_headers: Mapping[str, str] | None = None,
+        context_window: int | None = None,
+        http_client: httpx2.AsyncClient | None = None,
+    ) -> None:
+        self.model_name = model
+        self.name = f"openai-responses:{model}"
+        self.client = make_client(
+            client=client,
+            api_key=api_key,
+            base_url=base_url,
+            organization=organization,
+            timeout=timeout,
+            default_headers=default_headers,
+            http_client=http_client,
+        )
+        self.provider = provider_label(self.client)
+        self.retry = retry or RetryPolicy()
+        self.strict_tools = strict_tools
+        self.context_window = context_window
+        self.sleep: Sleep = asyncio.sleep
+
+    def __repr__(self) -> str:
+        return f"OpenAIResponsesModel({self.model_name!r}, provider={self.provider!r})"
+
+    async def request(self, request: ModelRequest) -> ModelResponse:
+        body, strict = build_responses_body(
+            self.model_name, request, strict_tools=self.strict_tools
+        )
+
+        async def once() -> ModelResponse:
+            try:
+                response: Response = await self.client.responses.create(
+                    **split_body(body, _RESPONSES_KEYS)
+                )
+            except openai.OpenAIError as exc:
+                raise map_openai_error(exc, provider=self.provider) from exc
+            self._raise_if_failed(response)
+            return parse_response(response, strict)
+
+        response, retries = await call_with_retries(once, self.retry, sleep=self.sleep)
+        return ModelResponse(
+            items=response.items,
+            usage=response.usage,
+            finish_reason=response.finish_reason,
+            model=response.model,
+            retries=retries,
+        )
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[StreamPart]:
+        body, strict = build_responses_body(
+            self.model_name, request, strict_tools=self.strict_tools
+        )
+
+        def open_stream() -> AsyncIterator[StreamPart]:
+            return self._stream_once(body, strict)
+
+        async for part in stream_with_retries(open_stream, self.retry, sleep=self.sleep):
+            yield part
+
+    async def _stream_once(
+        self, body: dict[str, Any], strict: StrictTools
+    ) -> AsyncIterator[StreamPart]:
+        calls: dict[int, tuple[int, str | None, str | None]] = {}  # output_index -> ours
+        final: ModelResponse | None = None
+        try:
+            events = await self.client.responses.create(
+                **split_body(body, _RESPONSES_KEYS), stream=True
+            )
+            async with events:
+                async for event in events:
+                    if isinstance(event, ResponseTextDeltaEvent):
+                        if event.delta:
+                            yield TextDelta(delta=event.delta)
+                    elif isinstance(
+                        event,
+                        ResponseReasoningSummaryTextDeltaEvent | ResponseReasoningTextDeltaEvent,
+                    ):
+                        if event.delta:
+                            yield ReasoningDelta(delta=event.delta)
+                    elif isinstance(event, ResponseOutputItemAddedEvent):
+                        item = event.item
+                        if item.type == "function_call":
+                            calls[event.output_index] = (len(calls), item.call_id, item.name)
+                            yield ToolCallDelta(
+                                index=len(calls) - 1,
+                                call_id=item.call_id,
+                                name=item.name,
+                                arguments_delta="",
+                            )
+                    elif isinstance(event, ResponseFunctionCallArgumentsDeltaEvent):
+                        if event.output_index not in calls:
+                            calls[event.output_index] = (len(calls), None, None)
+                        index, call_id, name = calls[event.output_index]
+                        yield ToolCallDelta(
+                            index=index, call_id=call_id, name=name, arguments_delta=event.delta
+                        )
+                    elif isinstance(event, ResponseCompletedEvent | ResponseIncompleteEvent):
+                        final = parse_response(event.response, strict)
+                        break
+                    elif isinstance(event, ResponseFailedEvent):
+                        self._raise_if_failed(event.response)
+                        raise ProviderUnavailable(f"{self.provider}: the response failed")
+                    elif isinstance(event, ResponseErrorEvent):
+                        raise error_from_code(event.code, event.message, provider=self.provider)
+        except openai.OpenAIError as exc:
+            raise map_openai_error(exc, provider=self.provider) from exc
+        if final is None:
+            raise ProviderUnavailable(f"{self.provider}: the stream ended before the response did")
+        yield ResponseDone(response=final)
+
+    def _raise_if_failed(self, response: Response) -> None:
+        if response.status != "failed":
+            return
+        error = response.error
+        if error is None:
+            raise ProviderUnavailable(f"{self.provider}: the response failed")
+        raise_error: ModelError = error_from_code(error.code, error.message, provider=self.provider)
+        raise raise_error
+
+    async def aclose(self) -> None:
+        await self.client.close()
