@@ -15,7 +15,6 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import jsonschema
 import pydantic
 
 from agentloop.errors import ConfigError, OutputRejected
@@ -70,6 +69,8 @@ class OutputSpec:
             raise OutputInvalid([f"- (root): {exc}"]) from None
         args = drop_added_nulls(self.schema, args)
         if self.adapter is None:
+            import jsonschema  # only JSON Schema outputs pay for it
+
             validator = jsonschema.Draft202012Validator(self.schema)
             problems = sorted(validator.iter_errors(args), key=lambda e: list(e.absolute_path))
             if problems:
@@ -111,6 +112,8 @@ def _path(parts: Sequence[Any]) -> str:
 
 def _schema_for(output_type: Any) -> tuple[dict[str, Any], pydantic.TypeAdapter[Any] | None]:
     if isinstance(output_type, Mapping):
+        import jsonschema
+
         schema = json.loads(json.dumps(output_type))  # a private, JSON-clean copy
         try:
             jsonschema.Draft202012Validator.check_schema(schema)
