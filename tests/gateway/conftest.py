@@ -21,13 +21,13 @@ import httpx
 import openai
 import pytest
 from sqlalchemy import event
+from tests.gateway.wirecheck import RecordingTransport
 
 from agentloop.gateway.app import create_app
 from agentloop.gateway.config import GatewayConfig
 from agentloop.models.base import Model
 from agentloop.store import Store
 from agentloop.tools.tool import Tool
-from tests.gateway.wirecheck import RecordingTransport
 
 PG_ADMIN = os.environ.get("AGENTLOOP_TEST_PG", "postgresql://postgres@127.0.0.1:5432/test")
 DEMO_TOOLSET = "agentloop.gateway.demo_tools:TOOLS"

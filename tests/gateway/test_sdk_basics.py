@@ -7,7 +7,6 @@ import json
 
 import openai
 import pytest
-
 from tests.gateway.conftest import Gateway
 
 pytestmark = pytest.mark.anyio
