@@ -2,6 +2,16 @@
 
 from __future__ import annotations
 
+from agentloop.errors import (
+    AuthenticationFailed,
+    BadRequest,
+    ContextWindowExceeded,
+    ModelError,
+    ModelNotFound,
+    ProviderUnavailable,
+    RateLimited,
+    ToolsNotSupported,
+)
 from agentloop.models.base import (
     Model,
     ModelRequest,
@@ -9,5 +19,23 @@ from agentloop.models.base import (
     ModelSettings,
     ToolSchema,
 )
+from agentloop.models.resolve import resolve
+from agentloop.models.retry import RetryPolicy
 
-__all__ = ["Model", "ModelRequest", "ModelResponse", "ModelSettings", "ToolSchema"]
+__all__ = [
+    "AuthenticationFailed",
+    "BadRequest",
+    "ContextWindowExceeded",
+    "Model",
+    "ModelError",
+    "ModelNotFound",
+    "ModelRequest",
+    "ModelResponse",
+    "ModelSettings",
+    "ProviderUnavailable",
+    "RateLimited",
+    "RetryPolicy",
+    "ToolSchema",
+    "ToolsNotSupported",
+    "resolve",
+]
