@@ -138,9 +138,13 @@ def make_gateway(store_url: str) -> GatewayFactory:
                     api_key="local", base_url="http://gateway/v1", http_client=http, max_retries=0
                 )
                 yield Gateway(
-                    app=app, store=store, transport=transport, http=http, client=client,
+                    app=app,
+                    store=store,
+                    transport=transport,
+                    http=http,
+                    client=client,
                     queries=counter,
-                )  # fmt: skip
+                )
             transport.check_all()
         finally:
             await store.aclose()

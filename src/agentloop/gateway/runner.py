@@ -8,6 +8,7 @@ sent, so a client may continue from it the moment it sees ``response.completed``
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import time
 from collections.abc import AsyncIterator
@@ -101,7 +102,14 @@ class Execution:
         self.store = store
         self.background = background
         self.client_tools_status = client_tools_status
-        self.mapper = EventMapper(ids, emit=streaming)
+        spec = getattr(agent, "output", None)
+        self.structured = spec is not None
+        hidden = frozenset(
+            schema.name
+            for schema in (getattr(spec, "tool", None), getattr(spec, "submit", None))
+            if schema is not None
+        )
+        self.mapper = EventMapper(ids, emit=streaming, hidden=hidden)
         self.queue: asyncio.Queue[bytes | None] | None = asyncio.Queue() if streaming else None
         self.final: dict[str, Any] | None = None
         self.finished = asyncio.Event()
@@ -173,6 +181,9 @@ class Execution:
         except Exception:
             log.exception("could not reconcile the stream", extra={"response_id": self.id})
         outcome = outcome_of(result, client_tools_status=self.client_tools_status)
+        structured = self.structured and outcome.status == "completed"
+        if structured and result is not None and result.output is not None:
+            self.mapper.final_text(json.dumps(result.output, ensure_ascii=False))
         output_items = self.mapper.output_items()
         final = snapshot(
             self.meta.base,
@@ -268,6 +279,10 @@ class Registry:
             self._per_tenant[tenant] -= 1
             if not self._per_tenant[tenant]:
                 del self._per_tenant[tenant]
+
+    def ids(self) -> list[str]:
+        """Ids of the responses running now."""
+        return list(self._running)
 
     def get(self, response_id: str, tenant_id: str) -> Execution | None:
         execution = self._running.get(response_id)

@@ -263,7 +263,7 @@ class Gateway:
             created_at=created_at,
             model=model_name,
             body=body,
-            tools=agent.tool_schemas,
+            tools=[t.schema for t in tools],
         )
         record = None
         if body.store:

@@ -18,11 +18,13 @@ from agentloop.gateway.ids import TurnIds
 from agentloop.gateway.resource import TERMINAL_EVENT, wire_item
 from agentloop.items import (
     FunctionCall,
+    FunctionCallOutput,
     Item,
     Message,
     OutputText,
     Reasoning,
     Refusal,
+    with_id,
 )
 from agentloop.models.base import ReasoningDelta, TextDelta, ToolCallDelta
 from agentloop.run.events import Event, ItemAdded, TurnStarted
@@ -53,9 +55,16 @@ class _Open:
 
 
 class EventMapper:
-    def __init__(self, ids: TurnIds, *, emit: bool = True) -> None:
+    def __init__(
+        self, ids: TurnIds, *, emit: bool = True, hidden: frozenset[str] = frozenset()
+    ) -> None:
         self.ids = ids
         self.emit = emit
+        self.hidden = hidden
+        """Tools the client never sees (the structured-output tools): their calls and outputs
+        are not announced."""
+        self._hidden_calls: set[str] = set()
+        self._hidden_deltas: set[int] = set()
         self.seq = 0
         self.events: list[SSEEvent] = []
         self.output: list[Item | None] = []
@@ -101,6 +110,7 @@ class EventMapper:
             self._item(event.item)
         elif isinstance(event, TurnStarted):
             self._message, self._reasoning, self._calls = None, None, {}
+            self._hidden_deltas = set()
 
     def _text_delta(self, delta: str) -> None:
         o = self._message
@@ -164,8 +174,13 @@ class EventMapper:
         )
 
     def _call_delta(self, delta: ToolCallDelta) -> None:
+        if delta.index in self._hidden_deltas:
+            return
         o = self._calls.get(delta.index)
         if o is None:
+            if delta.name in self.hidden:
+                self._hidden_deltas.add(delta.index)
+                return
             item_id = self.ids.call_item_id(delta.index, delta.call_id)
             o = _Open(
                 kind="function_call",
@@ -205,6 +220,11 @@ class EventMapper:
         if item_id in self.seen:
             return
         self.seen.add(item_id)
+        if isinstance(item, FunctionCall) and item.name in self.hidden:
+            self._hidden_calls.add(item.call_id)
+            return
+        if isinstance(item, FunctionCallOutput) and item.call_id in self._hidden_calls:
+            return
         o = self.open.pop(item_id, None)
         if o is None:
             self._whole(item)
@@ -392,6 +412,15 @@ class EventMapper:
                 )
             self._item(final)
         self.open.clear()
+
+    def final_text(self, text: str) -> None:
+        """Add an assistant message (the structured output, as JSON text) unless the output
+        already ends with one."""
+        items = self.output_items()
+        last = items[-1] if items else None
+        if isinstance(last, Message) and last.role == "assistant":
+            return
+        self._item(with_id(Message(role="assistant", content=(OutputText(text=text),))))
 
     def terminal(self, resource: dict[str, Any]) -> None:
         self._e(TERMINAL_EVENT.get(resource["status"], "response.failed"), response=resource)
