@@ -23,7 +23,6 @@ from agentloop.errors import (
 from agentloop.items import user
 from agentloop.models.base import ModelRequest
 from agentloop.models.openai_chat import OpenAIChatModel
-from agentloop.models.openai_errors import parse_retry_after
 from agentloop.models.retry import NO_RETRIES
 
 pytestmark = pytest.mark.anyio
@@ -113,11 +112,13 @@ async def test_timeouts_and_connection_failures_are_provider_unavailable(
     assert error.retryable
 
 
-def test_retry_after_in_seconds_milliseconds_and_as_a_date() -> None:
-    assert parse_retry_after({"Retry-After": "12"}) == 12.0
-    assert parse_retry_after({"retry-after-ms": "250", "retry-after": "5"}) == 0.25
-    future = email.utils.formatdate(time.time() + 60, usegmt=True)
-    seconds = parse_retry_after({"retry-after": future})
-    assert seconds is not None and 55 <= seconds <= 61
-    assert parse_retry_after({"retry-after": "soon"}) is None
-    assert parse_retry_after({}) is None
+async def test_retry_after_may_be_an_http_date() -> None:
+    when = email.utils.formatdate(time.time() + 60, usegmt=True)
+    error = await fail_with(api_error(429, "slow down", headers={"retry-after": when}))
+    assert isinstance(error, RateLimited) and error.retry_after is not None
+    assert 55 <= error.retry_after <= 61
+
+
+async def test_an_unreadable_retry_after_is_ignored() -> None:
+    error = await fail_with(api_error(429, "slow down", headers={"retry-after": "soon"}))
+    assert isinstance(error, RateLimited) and error.retry_after is None

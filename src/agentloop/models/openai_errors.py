@@ -7,70 +7,37 @@ typed errors whoever answered. The HTTP status is kept on the error.
 
 from __future__ import annotations
 
-import email.utils
-import time
 from collections.abc import Mapping
-from typing import Any
 
 import openai
 
 from agentloop.errors import (
-    AuthenticationFailed,
     BadRequest,
     ContextWindowExceeded,
     ModelError,
-    ModelNotFound,
     ProviderUnavailable,
     RateLimited,
     ToolsNotSupported,
 )
+from agentloop.models.http_errors import is_context_overflow, retry_after, status_error
 
-__all__ = ["error_from_code", "map_openai_error", "parse_retry_after"]
+__all__ = ["error_from_code", "map_openai_error"]
 
-_CONTEXT_CODES = {"context_length_exceeded", "string_above_max_length"}
-_CONTEXT_PHRASES = (
-    "context_length_exceeded",
-    "maximum context length",
-    "context length",
-    "context window",
-    "prompt is too long",
-    "too many tokens",
-    "reduce the length of the messages",
-    "input is too long",
-)
-_TOOLS_PHRASES = (
+_CONTEXT_CODES = frozenset({"context_length_exceeded", "string_above_max_length"})
+# OpenAI-compatible servers' ways of saying "this model has no tool calling", beyond the
+# shared patterns (vLLM started without a tool parser, for one)
+_NO_TOOLS_PHRASES = (
     "does not support tools",
+    "tool choice requires --enable-auto-tool-choice",
     "does not support function calling",
     "tools is not supported",
     "tools are not supported",
-    "tool use is not supported",
-    "function calling is not supported",
-    "tool calling is not supported",
-    "tool choice requires --enable-auto-tool-choice",
 )
 
 
-def parse_retry_after(headers: Mapping[str, str]) -> float | None:
-    """Seconds to wait from ``retry-after-ms`` or ``Retry-After`` (seconds or an HTTP date)."""
-    lowered = {k.lower(): v for k, v in headers.items()}
-    raw_ms = lowered.get("retry-after-ms")
-    if raw_ms is not None:
-        try:
-            return max(float(raw_ms) / 1000.0, 0.0)
-        except ValueError:
-            pass
-    raw = lowered.get("retry-after")
-    if raw is None:
-        return None
-    try:
-        return max(float(raw), 0.0)
-    except ValueError:
-        pass
-    try:
-        when = email.utils.parsedate_to_datetime(raw)
-    except (TypeError, ValueError):
-        return None
-    return max(when.timestamp() - time.time(), 0.0)
+def _no_tools(message: str) -> bool:
+    lowered = message.lower()
+    return any(p in lowered for p in _NO_TOOLS_PHRASES)
 
 
 def _message(exc: openai.APIError) -> str:
@@ -88,8 +55,7 @@ def error_from_code(
     """A typed error for a failure reported inside a 200 response or a stream (Responses
     ``response.failed`` / ``error`` events, Chat stream error chunks)."""
     text = f"{provider}: {message}"
-    lowered = message.lower()
-    if code in _CONTEXT_CODES or any(p in lowered for p in _CONTEXT_PHRASES):
+    if code in _CONTEXT_CODES or is_context_overflow(message):
         return ContextWindowExceeded(text, status_code=status_code)
     if code in ("rate_limit_exceeded", "too_many_requests"):
         return RateLimited(text, status_code=status_code)
@@ -97,7 +63,7 @@ def error_from_code(
         return _quota(text, status_code)
     if code in ("invalid_prompt", "invalid_request_error", "invalid_image", "bad_request"):
         return BadRequest(text, status_code=status_code)
-    if any(p in lowered for p in _TOOLS_PHRASES):
+    if _no_tools(message):
         return ToolsNotSupported(text, status_code=status_code)
     # server_error, vector_store_timeout and anything unknown: the provider failed, try again
     return ProviderUnavailable(text, status_code=status_code)
@@ -139,37 +105,21 @@ def map_openai_error(exc: BaseException, *, provider: str = "OpenAI") -> ModelEr
 
 
 def _from_status(exc: openai.APIStatusError, provider: str) -> ModelError:
+    """OpenAI's error codes first (they are exact), then the shared status mapping."""
     status = exc.status_code
     message = _message(exc)
     text = f"{provider} returned HTTP {status}: {message}"
     code = exc.code
-    lowered = message.lower()
-    if status == 429:
-        if code == "insufficient_quota":
-            return _quota(text, status)
-        return RateLimited(text, retry_after=parse_retry_after(exc.response.headers))
-    if status >= 500 or status == 408:
-        return ProviderUnavailable(text, status_code=status)
-    if status in (401, 403):
-        return AuthenticationFailed(text, status_code=status)
-    if status == 404:
-        if code == "model_not_found" or "model" in lowered:
-            return ModelNotFound(text, status_code=status)
+    if status == 429 and code == "insufficient_quota":
+        return _quota(text, status)
+    if status == 404 and code != "model_not_found" and "model" not in message.lower():
+        # not about a model: most likely a wrong endpoint (a base_url without /v1, say)
         return BadRequest(f"{text} (is the base_url right?)", status_code=status)
-    if code in _CONTEXT_CODES or any(p in lowered for p in _CONTEXT_PHRASES):
-        return ContextWindowExceeded(text, status_code=status)
-    if any(p in lowered for p in _TOOLS_PHRASES):
-        return ToolsNotSupported(text, status_code=status)
-    return BadRequest(text, status_code=status)
-
-
-def body_error(data: Any) -> tuple[str | None, str]:
-    """``(code, message)`` from an error object such as ``{"code": ..., "message": ...}``."""
-    if isinstance(data, Mapping):
-        code = data.get("code")
-        message = data.get("message")
-        return (
-            str(code) if code is not None else None,
-            str(message) if message else "the provider reported an error",
-        )
-    return None, "the provider reported an error"
+    if 400 <= status < 500 and status not in (401, 403, 404, 408, 429):
+        if code in _CONTEXT_CODES:
+            return ContextWindowExceeded(text, status_code=status)
+        if _no_tools(message):
+            return ToolsNotSupported(text, status_code=status)
+    return status_error(
+        status, message, provider=provider, retry_after_s=retry_after(exc.response.headers)
+    )
