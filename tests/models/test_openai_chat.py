@@ -125,6 +125,16 @@ async def test_default_headers_and_organization_are_sent(router: respx.Router) -
     assert headers["http-referer"] == "https://example.com"
 
 
+async def test_aclose_leaves_a_callers_http_client_open(router: respx.Router) -> None:
+    given = http_client(router)
+    model = OpenAIChatModel("gpt-4.1-mini", api_key="sk-test", http_client=given)
+    await model.aclose()
+    assert not given.is_closed
+    owned = OpenAIChatModel("gpt-4.1-mini", api_key="sk-test")
+    await owned.aclose()
+    assert owned.client.is_closed()
+
+
 # --- request translation -------------------------------------------------------------------
 
 

@@ -171,6 +171,24 @@ async def test_an_error_chunk_mid_stream_is_a_typed_error_and_not_retried(
     assert route.call_count == 1
 
 
+async def test_an_empty_stream_is_provider_unavailable_and_retried(
+    router: respx.Router, model: OpenAIChatModel
+) -> None:
+    async def no_wait(seconds: float) -> None:
+        pass
+
+    model.sleep = no_wait
+    route = answer(router, sse([]), chat_stream(["ok"]))
+    parts = await collect(model, ModelRequest(items=[user("hi")]))
+    done = parts[-1]
+    assert isinstance(done, ResponseDone) and done.response.retries == 1
+    assert route.call_count == 2
+    model.retry = NO_RETRIES
+    answer(router, sse([]))
+    with pytest.raises(ProviderUnavailable, match="before any answer"):
+        await collect(model, ModelRequest(items=[user("hi")]))
+
+
 async def test_a_stream_ends_with_exactly_one_response_done(
     router: respx.Router, model: OpenAIChatModel
 ) -> None:

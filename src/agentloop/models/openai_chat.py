@@ -17,6 +17,7 @@ import httpx2
 import openai
 from openai.types.chat import ChatCompletion, ChatCompletionChunk
 
+from agentloop.errors import ProviderUnavailable
 from agentloop.items import FunctionCall, new_id
 from agentloop.models.base import (
     Model,
@@ -85,6 +86,7 @@ class OpenAIChatModel(Model):
             default_headers=default_headers,
             http_client=http_client,
         )
+        self._owns_client = client is None and http_client is None
         self.provider = provider_label(self.client)
         self.retry = retry or RetryPolicy()
         self.strict_tools = strict_tools
@@ -140,10 +142,13 @@ class OpenAIChatModel(Model):
                         yield part
         except openai.OpenAIError as exc:
             raise map_openai_error(exc, provider=self.provider) from exc
+        if not assembly.chunks:
+            raise ProviderUnavailable(f"{self.provider}: the stream ended before any answer")
         yield ResponseDone(response=assembly.response(strict))
 
     async def aclose(self) -> None:
-        await self.client.close()
+        if self._owns_client:  # a client or http_client the caller gave stays theirs
+            await self.client.close()
 
 
 @dataclass
@@ -162,12 +167,14 @@ class _Assembly:
     reasoning: list[str] = field(default_factory=list)
     calls: dict[int, _Call] = field(default_factory=dict)
     slots: dict[int, int] = field(default_factory=dict)  # wire index -> our call index
+    chunks: int = 0
     finish: str | None = None
     usage: Any = None
     model: str | None = None
 
     def add(self, chunk: ChatCompletionChunk) -> list[StreamPart]:
         parts: list[StreamPart] = []
+        self.chunks += 1
         self.model = chunk.model or self.model
         if chunk.usage is not None:
             self.usage = chunk.usage

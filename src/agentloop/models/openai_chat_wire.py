@@ -4,7 +4,8 @@ Chat Completions has no reasoning items: :class:`~agentloop.items.Reasoning` ite
 conversation are dropped on the way out (servers that expose reasoning as ``reasoning_content``
 or ``reasoning``, such as DeepSeek or vLLM, become Reasoning items on the way in, for display).
 ``developer`` messages go out as ``system``, which every compatible server understands; text-only
-messages are sent with plain string content for the same reason.
+messages are sent with plain string content for the same reason. ``settings.reasoning``'s
+``effort`` becomes ``reasoning_effort``.
 """
 
 from __future__ import annotations

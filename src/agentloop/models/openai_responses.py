@@ -85,6 +85,7 @@ class OpenAIResponsesModel(Model):
             default_headers=default_headers,
             http_client=http_client,
         )
+        self._owns_client = client is None and http_client is None
         self.provider = provider_label(self.client)
         self.retry = retry or RetryPolicy()
         self.strict_tools = strict_tools
@@ -190,4 +191,5 @@ class OpenAIResponsesModel(Model):
         raise raise_error
 
     async def aclose(self) -> None:
-        await self.client.close()
+        if self._owns_client:  # a client or http_client the caller gave stays theirs
+            await self.client.close()
