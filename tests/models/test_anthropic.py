@@ -564,3 +564,20 @@ async def test_agent_tool_round_trip(make: Maker, server: FakeServer) -> None:
     ]  # fmt: skip
     assert result.usage.input_tokens == 50 and result.usage.output_tokens == 35
     assert json.loads(server.requests[0].body)["tools"][0]["name"] == "get_weather"
+
+
+async def test_a_given_client_is_used_with_sdk_retries_off_and_left_open(
+    server: FakeServer,
+) -> None:
+    import anthropic
+
+    client = anthropic.AsyncAnthropic(api_key="own-key", base_url=server.url, max_retries=5)
+    model = AnthropicModel("claude-sonnet-4-6", client=client, retry=RetryPolicy(max_retries=0))
+    assert model.client.max_retries == 0
+    server.json(error_body("api_error", "boom"), status=500)
+    with pytest.raises(ProviderUnavailable):
+        await model.request(ModelRequest(items=[user("hi")]))
+    assert len(server.requests) == 1  # the SDK did not retry behind our back
+    await model.aclose()
+    assert not client.is_closed()
+    await client.close()

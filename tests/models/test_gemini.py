@@ -530,3 +530,17 @@ async def test_agent_tool_round_trip(make: Maker, server: FakeServer) -> None:
             "response": {"output": "Lyon: 21C and sunny"}}}]},
     ]  # fmt: skip
     assert result.usage.input_tokens == 20
+
+
+async def test_a_given_client_is_used_and_left_open(server: FakeServer) -> None:
+    from google import genai
+    from google.genai import types as gt
+
+    client = genai.Client(api_key="own-key", http_options=gt.HttpOptions(base_url=server.url))
+    model = GeminiModel(MODEL, client=client)
+    server.json(answer([{"text": "hello"}]))
+    response = await model.request(ModelRequest(items=[user("hi")]))
+    assert response.text == "hello"
+    assert server.last.headers["x-goog-api-key"] == "own-key"
+    await model.aclose()
+    await client.aio.aclose()

@@ -496,8 +496,9 @@ class AnthropicModel(Model):
             if timeout is not None:
                 options["timeout"] = timeout
             self.client = anthropic.AsyncAnthropic(**options)
-        else:
+        else:  # a copy that shares the caller's connection pool, with SDK retries off
             self.client = client.with_options(max_retries=0)
+        self._owns_client = client is None
         self.base_url = str(self.client.base_url)
 
     def __repr__(self) -> str:
@@ -547,4 +548,6 @@ class AnthropicModel(Model):
         yield ResponseDone(response=assembler.response())
 
     async def aclose(self) -> None:
-        await self.client.close()
+        """Close the HTTP client if this model made it (a caller's client stays open)."""
+        if self._owns_client:
+            await self.client.close()

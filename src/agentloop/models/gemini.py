@@ -453,6 +453,7 @@ class GeminiModel(Model):
         self.model = model
         self.name = f"gemini:{model}"
         self.retry = retry or RetryPolicy()
+        self._owns_client = client is None
         if client is None:
             client = make_client(
                 api_key=api_key,
@@ -537,4 +538,6 @@ class GeminiModel(Model):
         yield ResponseDone(response=response)
 
     async def aclose(self) -> None:
-        await self.client.aio.aclose()
+        """Close the HTTP client if this model made it (a caller's client stays open)."""
+        if self._owns_client:
+            await self.client.aio.aclose()
