@@ -52,4 +52,8 @@ def resolve(spec: str, **options: Any) -> Model:
         from agentloop.models.text_mode import TextToolMode
 
         model = TextToolMode(model)
+    elif provider in ("openai", "ollama", "litellm"):  # may serve models without tool calling
+        from agentloop.models.text_mode import TextModeFallback
+
+        model = TextModeFallback(model)
     return model
