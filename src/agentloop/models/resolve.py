@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import importlib
+import inspect
+from collections.abc import Mapping
 from typing import Any
 
 from agentloop.errors import ConfigError
@@ -26,6 +28,7 @@ def resolve(spec: str, **options: Any) -> Model:
     ``tool_calling="text"`` wraps the model in the text-mode (ReAct) protocol.
     """
     provider, sep, name = spec.partition(":")
+    provider = provider.strip().lower()
     if not sep or not provider or not name:
         raise ConfigError(
             f"model {spec!r} must look like 'provider:model', e.g. 'openai:gpt-4.1-mini'; "
@@ -47,7 +50,9 @@ def resolve(spec: str, **options: Any) -> Model:
             " (install it with: pip install 'agentloop[litellm]')" if provider == "litellm" else ""
         )
         raise ConfigError(f"provider {provider!r} is not available: {exc}{hint}") from None
-    model: Model = getattr(module, class_name)(name, **options)
+    cls = getattr(module, class_name)
+    _check_options(provider, cls, options)
+    model: Model = cls(name, **options)
     if tool_calling == "text":
         from agentloop.models.text_mode import TextToolMode
 
@@ -57,3 +62,17 @@ def resolve(spec: str, **options: Any) -> Model:
 
         model = TextModeFallback(model)
     return model
+
+
+def _check_options(provider: str, cls: type[Any], options: Mapping[str, Any]) -> None:
+    """A misspelt option is a clear ConfigError listing the ones the provider takes."""
+    params = list(inspect.signature(cls).parameters.values())[1:]  # after the model name
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params):
+        return
+    names = [p.name for p in params if p.kind is not inspect.Parameter.VAR_POSITIONAL]
+    unknown = sorted(set(options) - set(names))
+    if unknown:
+        raise ConfigError(
+            f"provider {provider!r} does not take option(s) {', '.join(map(repr, unknown))}; "
+            f"it takes: {', '.join(names) or 'no options'}, tool_calling"
+        )
