@@ -187,6 +187,15 @@ async def test_reasoning_turns_thinking_on(make: Maker, server: FakeServer) -> N
     assert server.last.json()["think"] == "high"
 
 
+async def test_request_fields_in_extra_stay_top_level(make: Maker, server: FakeServer) -> None:
+    server.json(chat({"content": "ok"}))
+    settings = ModelSettings(extra={"keep_alive": "10m", "num_ctx": 4096})
+    await make().request(ModelRequest(items=[user("hi")], settings=settings))
+    body = server.last.json()
+    assert body["keep_alive"] == "10m"
+    assert body["options"] == {"num_ctx": 4096}
+
+
 # --- response translation --------------------------------------------------------------------
 
 

@@ -501,7 +501,7 @@ class GeminiModel(Model):
             chunks = await self.client.aio.models.generate_content_stream(
                 model=self.model, contents=contents, config=config
             )
-            async for chunk in chunks:
+            async for chunk in _closing(chunks):
                 last = chunk
                 usage = chunk.usage_metadata or usage
                 if chunk.candidates and chunk.candidates[0].finish_reason is not None:
@@ -541,3 +541,17 @@ class GeminiModel(Model):
         """Close the HTTP client if this model made it (a caller's client stays open)."""
         if self._owns_client:
             await self.client.aio.aclose()
+
+
+Chunks = AsyncIterator[gt.GenerateContentResponse]
+
+
+async def _closing(chunks: Chunks) -> Chunks:
+    """Iterate the SDK's stream and close it even when the consumer stops early."""
+    try:
+        async for chunk in chunks:
+            yield chunk
+    finally:
+        close = getattr(chunks, "aclose", None)
+        if close is not None:
+            await close()

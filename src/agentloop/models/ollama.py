@@ -14,7 +14,8 @@ Translation, both ways:
 - Tools in OpenAI function format. Ollama has no ``tool_choice``: ``none`` sends no tools, a forced
   name sends only that tool, ``required`` sends them all; ``parallel_tool_calls`` is ignored.
 - ``options`` (constructor) plus temperature / top_p / ``num_predict`` from the settings and
-  ``settings.extra`` entries go to ``options``; ``output_schema`` -> ``format``.
+  ``settings.extra`` entries go to ``options`` (``keep_alive``, ``think`` and ``format`` in
+  ``extra`` are request fields); ``output_schema`` -> ``format``.
 
 Errors: a 400 saying the model "does not support tools" is
 :class:`~agentloop.errors.ToolsNotSupported` (the text-mode fallback catches it), 404 is
@@ -75,6 +76,8 @@ DEFAULT_TIMEOUT = 600.0
 """Seconds; local models can take long to load and answer."""
 
 _FINISH: dict[str, FinishReason] = {"stop": "stop", "length": "length"}
+_TOP_LEVEL = frozenset({"keep_alive", "think", "format"})
+"""``settings.extra`` keys that are request fields; every other key is a model option."""
 
 
 def host_url(value: str | None) -> str:
@@ -173,7 +176,11 @@ def request_body(
                        ("num_predict", settings.max_output_tokens)):  # fmt: skip
         if value is not None:
             merged[key] = value
-    merged.update(settings.extra)
+    for key, value in settings.extra.items():
+        if key in _TOP_LEVEL:
+            body[key] = value
+        else:
+            merged[key] = value
     if merged:
         body["options"] = merged
     if request.output_schema is not None:
