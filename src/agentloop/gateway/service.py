@@ -307,7 +307,7 @@ class Gateway:
 
     async def cancel(self, principal: Principal, response_id: str) -> dict[str, Any]:
         running = self.registry.get(response_id, principal.tenant_id)
-        if running is not None:
+        if running is not None and not running.finished.is_set():
             running.cancel()
             return await running.wait()
         current = await self.retrieve(principal, response_id)

@@ -299,7 +299,7 @@ class Store:
         """Store a new (running) response and its input items after ``previous``' items."""
         n = len(input_items)
         async with self.engine.begin() as conn:
-            conv_id, base = await self._claim(conn, tenant_id, previous, n)
+            conv_id, base = await self._claim(conn, tenant_id, response_id, previous)
             values: dict[str, Any] = {
                 "id": response_id,
                 "tenant_id": tenant_id,
@@ -335,25 +335,29 @@ class Store:
 
     @staticmethod
     async def _claim(
-        conn: AsyncConnection, tenant_id: str, previous: ResponseRecord | None, n: int
+        conn: AsyncConnection,
+        tenant_id: str,
+        response_id: str,
+        previous: ResponseRecord | None,
     ) -> tuple[str, int]:
         """Where the new response's items go: after ``previous`` in its conversation when it is
         the head; otherwise in a new conversation holding a copy of the prefix (a fork)."""
         c = t.conversations
+        base = 0
         if previous is not None:
             base = previous.seq_end
             claimed = await conn.execute(
                 update(c)
-                .where(c.c.id == previous.conversation_id, c.c.next_seq == base)
-                .values(next_seq=base + n)
+                .where(c.c.id == previous.conversation_id, c.c.head_response_id == previous.id)
+                .values(head_response_id=response_id)
             )
             if claimed.rowcount == 1:
                 return previous.conversation_id, base
-        else:
-            base = 0
         conv_id = new_id("conv")
         await conn.execute(
-            insert(c).values(id=conv_id, tenant_id=tenant_id, next_seq=base + n, created_at=_now())
+            insert(c).values(
+                id=conv_id, tenant_id=tenant_id, head_response_id=response_id, created_at=_now()
+            )
         )
         if previous is not None and base:
             i = t.items
@@ -380,7 +384,7 @@ class Store:
         """Record how a running response ended, with its output items and audit records.
 
         False (and nothing written) when it was no longer running (cancelled elsewhere)."""
-        r, c = t.responses, t.conversations
+        r = t.responses
         end = record.input_end + len(output_items)
         async with self.engine.begin() as conn:
             done = await conn.execute(
@@ -408,11 +412,6 @@ class Store:
                         }
                         for k, item in enumerate(output_items)
                     ],
-                )
-                await conn.execute(
-                    update(c)
-                    .where(c.c.id == record.conversation_id, c.c.next_seq == record.input_end)
-                    .values(next_seq=end)
                 )
             if audit:
                 now = _now()
@@ -461,8 +460,8 @@ class Store:
             await conn.execute(delete(r).where(r.c.id == record.id))
             rewound = await conn.execute(
                 update(c)
-                .where(c.c.id == record.conversation_id, c.c.next_seq == record.seq_end)
-                .values(next_seq=record.seq_start)
+                .where(c.c.id == record.conversation_id, c.c.head_response_id == record.id)
+                .values(head_response_id=record.previous_response_id)
             )
             if rewound.rowcount == 1:
                 await conn.execute(

@@ -3,8 +3,8 @@
 A *conversation* is a linear list of items numbered by ``seq``. Each stored response owns the
 range ``[seq_start, seq_end)`` of its conversation: its input items, then its output items
 (from ``input_end``). Continuing a response appends to its conversation when it is the
-conversation's head, otherwise the prefix is copied into a new conversation (a fork), so
-rebuilding any chain is one range query, however long the chain.
+conversation's head (``head_response_id``), otherwise the prefix is copied into a new
+conversation (a fork), so rebuilding any chain is one range query, however long the chain.
 """
 
 from __future__ import annotations
@@ -49,7 +49,7 @@ conversations = Table(
     metadata,
     Column("id", String(64), primary_key=True),
     Column("tenant_id", String(64), nullable=False),
-    Column("next_seq", Integer, nullable=False),
+    Column("head_response_id", String(64), nullable=True),
     Column("created_at", Integer, nullable=False),
 )
 

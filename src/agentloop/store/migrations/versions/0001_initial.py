@@ -39,7 +39,7 @@ def upgrade() -> None:
         "agentloop_conversations",
         sa.Column("id", sa.String(64), primary_key=True),
         sa.Column("tenant_id", sa.String(64), nullable=False),
-        sa.Column("next_seq", sa.Integer, nullable=False),
+        sa.Column("head_response_id", sa.String(64), nullable=True),
         sa.Column("created_at", sa.Integer, nullable=False),
     )
     op.create_table(
