@@ -421,3 +421,32 @@ async def test_agent_tool_round_trip(make: Maker, server: FakeServer) -> None:
          "tool_call_id": call.call_id},
     ]  # fmt: skip
     assert result.usage.input_tokens == 60
+
+
+async def test_model_without_tools_falls_back_to_text_mode_through_resolve(
+    server: FakeServer,
+) -> None:
+    from agentloop.models.resolve import resolve
+
+    server.json({"error": "registry.ollama.ai/library/gemma:2b does not support tools"},
+                status=400)  # fmt: skip
+    server.ndjson([
+        chunk('Thought: I need the weather.\nAction: get_weather\nAction Input: {"city": "Lyon"}'),
+        final_chunk(),
+    ])  # fmt: skip
+    server.ndjson([chunk("Final Answer: Sunny in Lyon."), final_chunk()])
+    model = resolve("ollama:gemma:2b", base_url=server.url, retry=FAST)
+    try:
+        stream = Agent(model, tools=[get_weather]).stream("Weather in Lyon?")
+        kinds = [event.type async for event in stream]
+        result = await stream.drain()
+    finally:
+        await model.aclose()
+
+    assert result.status == "completed", result.error
+    assert result.output == "Sunny in Lyon."
+    assert "warning" in kinds
+    first, second, third = server.bodies()
+    assert first["model"] == "gemma:2b" and "tools" in first
+    assert "tools" not in second and "tools" not in third
+    assert "get_weather" in second["messages"][0]["content"]
