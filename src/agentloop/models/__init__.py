@@ -21,6 +21,7 @@ from agentloop.models.base import (
 )
 from agentloop.models.resolve import resolve
 from agentloop.models.retry import RetryPolicy
+from agentloop.models.text_mode import TextModeFallback, TextToolMode
 
 __all__ = [
     "AuthenticationFailed",
@@ -35,6 +36,8 @@ __all__ = [
     "ProviderUnavailable",
     "RateLimited",
     "RetryPolicy",
+    "TextModeFallback",
+    "TextToolMode",
     "ToolSchema",
     "ToolsNotSupported",
     "resolve",
