@@ -38,7 +38,7 @@ class BodyTooLarge(Exception):
     pass
 
 
-def _json(status: int, body: dict[str, Any], request_id: str) -> list[Message]:
+def _json(status: int, body: dict[str, Any]) -> list[Message]:
     payload = json.dumps(body).encode()
     return [
         {
@@ -47,7 +47,6 @@ def _json(status: int, body: dict[str, Any], request_id: str) -> list[Message]:
             "headers": [
                 (b"content-type", b"application/json"),
                 (b"content-length", str(len(payload)).encode()),
-                (b"x-request-id", request_id.encode()),
             ],
         },
         {"type": "http.response.body", "body": payload},
@@ -110,7 +109,7 @@ class GatewayMiddleware:
                     f"The request body is larger than {self.max_body} bytes.",
                     code="request_too_large",
                 )
-                for message in _json(413, body, request_id):
+                for message in _json(413, body):
                     await send_wrapper(message)
         except Exception:
             log.exception("unhandled error", extra={"request_id": request_id})
@@ -118,7 +117,7 @@ class GatewayMiddleware:
                 body = error_body(
                     500, f"Internal server error (request {request_id}).", code="internal_error"
                 )
-                for message in _json(500, body, request_id):
+                for message in _json(500, body):
                     await send_wrapper(message)
         finally:
             state = scope.get("state", {})
