@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import httpx2
@@ -109,14 +109,7 @@ class OpenAIChatModel(Model):
             return completion
 
         completion, retries = await call_with_retries(once, self.retry, sleep=self.sleep)
-        response = parse_completion(completion, strict)
-        return ModelResponse(
-            items=response.items,
-            usage=response.usage,
-            finish_reason=response.finish_reason,
-            model=response.model,
-            retries=retries,
-        )
+        return replace(parse_completion(completion, strict), retries=retries)
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[StreamPart]:
         body, strict = build_chat_body(self.model_name, request, strict_tools=self.strict_tools)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Mapping
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import httpx2
@@ -26,10 +27,11 @@ from openai.types.responses import (
     ResponseOutputItemAddedEvent,
     ResponseReasoningSummaryTextDeltaEvent,
     ResponseReasoningTextDeltaEvent,
+    ResponseStreamEvent,
     ResponseTextDeltaEvent,
 )
 
-from agentloop.errors import ModelError, ProviderUnavailable
+from agentloop.errors import ProviderUnavailable
 from agentloop.models.base import (
     Model,
     ModelRequest,
@@ -107,17 +109,11 @@ class OpenAIResponsesModel(Model):
                 )
             except openai.OpenAIError as exc:
                 raise map_openai_error(exc, provider=self.provider) from exc
-            self._raise_if_failed(response)
+            _check_failed(response, self.provider)
             return parse_response(response, strict)
 
         response, retries = await call_with_retries(once, self.retry, sleep=self.sleep)
-        return ModelResponse(
-            items=response.items,
-            usage=response.usage,
-            finish_reason=response.finish_reason,
-            model=response.model,
-            retries=retries,
-        )
+        return replace(response, retries=retries)
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[StreamPart]:
         body, strict = build_responses_body(
@@ -133,63 +129,75 @@ class OpenAIResponsesModel(Model):
     async def _stream_once(
         self, body: dict[str, Any], strict: StrictTools
     ) -> AsyncIterator[StreamPart]:
-        calls: dict[int, tuple[int, str | None, str | None]] = {}  # output_index -> ours
-        final: ModelResponse | None = None
+        state = _StreamState(strict=strict, provider=self.provider)
         try:
             events = await self.client.responses.create(
                 **split_body(body, _RESPONSES_KEYS), stream=True
             )
             async with events:
                 async for event in events:
-                    if isinstance(event, ResponseTextDeltaEvent):
-                        if event.delta:
-                            yield TextDelta(delta=event.delta)
-                    elif isinstance(
-                        event,
-                        ResponseReasoningSummaryTextDeltaEvent | ResponseReasoningTextDeltaEvent,
-                    ):
-                        if event.delta:
-                            yield ReasoningDelta(delta=event.delta)
-                    elif isinstance(event, ResponseOutputItemAddedEvent):
-                        item = event.item
-                        if item.type == "function_call":
-                            calls[event.output_index] = (len(calls), item.call_id, item.name)
-                            yield ToolCallDelta(
-                                index=len(calls) - 1,
-                                call_id=item.call_id,
-                                name=item.name,
-                                arguments_delta="",
-                            )
-                    elif isinstance(event, ResponseFunctionCallArgumentsDeltaEvent):
-                        if event.output_index not in calls:
-                            calls[event.output_index] = (len(calls), None, None)
-                        index, call_id, name = calls[event.output_index]
-                        yield ToolCallDelta(
-                            index=index, call_id=call_id, name=name, arguments_delta=event.delta
-                        )
-                    elif isinstance(event, ResponseCompletedEvent | ResponseIncompleteEvent):
-                        final = parse_response(event.response, strict)
+                    for part in state.handle(event):
+                        yield part
+                    if state.final is not None:
                         break
-                    elif isinstance(event, ResponseFailedEvent):
-                        self._raise_if_failed(event.response)
-                        raise ProviderUnavailable(f"{self.provider}: the response failed")
-                    elif isinstance(event, ResponseErrorEvent):
-                        raise error_from_code(event.code, event.message, provider=self.provider)
         except openai.OpenAIError as exc:
             raise map_openai_error(exc, provider=self.provider) from exc
-        if final is None:
+        if state.final is None:
             raise ProviderUnavailable(f"{self.provider}: the stream ended before the response did")
-        yield ResponseDone(response=final)
-
-    def _raise_if_failed(self, response: Response) -> None:
-        if response.status != "failed":
-            return
-        error = response.error
-        if error is None:
-            raise ProviderUnavailable(f"{self.provider}: the response failed")
-        raise_error: ModelError = error_from_code(error.code, error.message, provider=self.provider)
-        raise raise_error
+        yield ResponseDone(response=state.final)
 
     async def aclose(self) -> None:
         if self._owns_client:  # a client or http_client the caller gave stays theirs
             await self.client.close()
+
+
+def _check_failed(response: Response, provider: str) -> None:
+    """Raise the typed error of a response whose status is ``failed``."""
+    if response.status != "failed":
+        return
+    error = response.error
+    if error is None:
+        raise ProviderUnavailable(f"{provider}: the response failed")
+    raise error_from_code(error.code, error.message, provider=provider)
+
+
+@dataclass
+class _StreamState:
+    """Turns stream events into stream parts; ``final`` is set by the terminal event."""
+
+    strict: StrictTools
+    provider: str
+    calls: dict[int, tuple[int, str | None, str | None]] = field(default_factory=dict)
+    """output_index -> (our call index, call_id, name)"""
+    final: ModelResponse | None = None
+
+    def handle(self, event: ResponseStreamEvent) -> list[StreamPart]:
+        if isinstance(event, ResponseTextDeltaEvent):
+            return [TextDelta(delta=event.delta)] if event.delta else []
+        if isinstance(
+            event, ResponseReasoningSummaryTextDeltaEvent | ResponseReasoningTextDeltaEvent
+        ):
+            return [ReasoningDelta(delta=event.delta)] if event.delta else []
+        if isinstance(event, ResponseOutputItemAddedEvent):
+            item = event.item
+            if item.type != "function_call":
+                return []
+            return [self._call(event.output_index, "", item.call_id, item.name)]
+        if isinstance(event, ResponseFunctionCallArgumentsDeltaEvent):
+            return [self._call(event.output_index, event.delta)]
+        if isinstance(event, ResponseCompletedEvent | ResponseIncompleteEvent):
+            self.final = parse_response(event.response, self.strict)
+        elif isinstance(event, ResponseFailedEvent):
+            _check_failed(event.response, self.provider)
+            raise ProviderUnavailable(f"{self.provider}: the response failed")
+        elif isinstance(event, ResponseErrorEvent):
+            raise error_from_code(event.code, event.message, provider=self.provider)
+        return []
+
+    def _call(
+        self, output_index: int, delta: str, call_id: str | None = None, name: str | None = None
+    ) -> ToolCallDelta:
+        if output_index not in self.calls:
+            self.calls[output_index] = (len(self.calls), call_id, name)
+        index, known_id, known_name = self.calls[output_index]
+        return ToolCallDelta(index=index, call_id=known_id, name=known_name, arguments_delta=delta)
