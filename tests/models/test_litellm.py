@@ -279,8 +279,9 @@ async def test_stream_assembles_text_tool_call_fragments_and_usage(litellm: Fake
         TextDelta(delta="Let me "),
         TextDelta(delta="check."),
         ToolCallDelta(index=0, call_id="call_s", name="get_weather", arguments_delta=""),
-        ToolCallDelta(index=0, call_id=None, name=None, arguments_delta='{"city": '),
-        ToolCallDelta(index=0, call_id=None, name=None, arguments_delta='"Rome"}'),
+        # later fragments carry the call's id and name (the shared Chat stream assembly)
+        ToolCallDelta(index=0, call_id="call_s", name="get_weather", arguments_delta='{"city": '),
+        ToolCallDelta(index=0, call_id="call_s", name="get_weather", arguments_delta='"Rome"}'),
     ]
     done = parts[-1]
     assert isinstance(done, ResponseDone)

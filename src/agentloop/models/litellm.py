@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import AsyncIterator, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from types import ModuleType
 from typing import Any
 
@@ -28,25 +28,18 @@ from agentloop.errors import (
     ModelError,
     ProviderUnavailable,
 )
-from agentloop.items import FunctionCall, new_id
 from agentloop.models.base import (
     Model,
     ModelRequest,
     ModelResponse,
-    ReasoningDelta,
     ResponseDone,
     StreamPart,
-    TextDelta,
-    ToolCallDelta,
 )
 from agentloop.models.http_errors import TRANSPORT_ERRORS, retry_after, status_error
 from agentloop.models.openai_chat_wire import (
-    assemble_items,
+    ChatStreamAssembly,
     build_chat_body,
-    chat_usage,
-    finish_reason,
     parse_completion,
-    reasoning_text,
 )
 from agentloop.models.openai_tools import StrictTools
 from agentloop.models.retry import RetryPolicy, call_with_retries, stream_with_retries
@@ -138,7 +131,7 @@ class LiteLLMModel(Model):
     async def _stream_once(
         self, body: dict[str, Any], strict: StrictTools
     ) -> AsyncIterator[StreamPart]:
-        assembly = _ChunkAssembly()
+        assembly = ChatStreamAssembly()
         chunks = await self._complete(body, stream=True, stream_options={"include_usage": True})
         try:
             async for raw in chunks:
@@ -152,80 +145,3 @@ class LiteLLMModel(Model):
         if not assembly.chunks:
             raise ProviderUnavailable(f"{PROVIDER}: the stream ended before any answer")
         yield ResponseDone(response=assembly.response(strict))
-
-
-@dataclass
-class _ChunkAssembly:
-    """Collects streamed chunks: text, reasoning, and tool-call fragments by their index.
-
-    (The OpenAI Chat adapter has the same assembly as a private class; this is the LiteLLM
-    side, which can share it once it is public.)"""
-
-    text: list[str] = field(default_factory=list)
-    refusal: list[str] = field(default_factory=list)
-    reasoning: list[str] = field(default_factory=list)
-    calls: dict[int, dict[str, Any]] = field(default_factory=dict)
-    chunks: int = 0
-    finish: str | None = None
-    usage: Any = None
-    model: str | None = None
-
-    def add(self, chunk: ChatCompletionChunk) -> list[StreamPart]:
-        self.chunks += 1
-        self.model = chunk.model or self.model
-        if getattr(chunk, "usage", None) is not None:
-            self.usage = chunk.usage
-        parts: list[StreamPart] = []
-        for choice in (chunk.choices or [])[:1]:
-            delta = choice.delta
-            if choice.finish_reason is not None:
-                self.finish = choice.finish_reason
-            thought = reasoning_text(delta)
-            if thought:
-                self.reasoning.append(thought)
-                parts.append(ReasoningDelta(delta=thought))
-            if delta.content:
-                self.text.append(delta.content)
-                parts.append(TextDelta(delta=delta.content))
-            if getattr(delta, "refusal", None):
-                self.refusal.append(str(delta.refusal))
-            for tc in delta.tool_calls or ():
-                parts.append(self._fragment(tc))
-        return parts
-
-    def _fragment(self, tc: Any) -> ToolCallDelta:
-        index = tc.index if isinstance(tc.index, int) else len(self.calls)
-        call = self.calls.setdefault(index, {"id": None, "name": "", "arguments": []})
-        function = tc.function
-        if tc.id:
-            call["id"] = tc.id
-        if function is not None and function.name:
-            call["name"] = function.name
-        fragment = (function.arguments if function is not None else None) or ""
-        call["arguments"].append(fragment)
-        return ToolCallDelta(
-            index=sorted(self.calls).index(index),
-            call_id=tc.id or None,
-            name=(function.name if function is not None else None) or None,
-            arguments_delta=fragment,
-        )
-
-    def response(self, strict: StrictTools) -> ModelResponse:
-        calls = [
-            FunctionCall(call_id=c["id"] or new_id("call"), name=c["name"],
-                         arguments="".join(c["arguments"]))
-            for _, c in sorted(self.calls.items())
-        ]  # fmt: skip
-        items = assemble_items(
-            reasoning="".join(self.reasoning),
-            text="".join(self.text),
-            refusal="".join(self.refusal),
-            calls=calls,
-            strict=strict,
-        )
-        return ModelResponse(
-            items=items,
-            usage=chat_usage(self.usage),
-            finish_reason=finish_reason(self.finish, has_calls=bool(calls)),
-            model=self.model,
-        )

@@ -11,10 +11,11 @@ messages are sent with plain string content for the same reason. ``settings.reas
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from openai.types import CompletionUsage
-from openai.types.chat import ChatCompletion
+from openai.types.chat import ChatCompletion, ChatCompletionChunk
 
 from agentloop.errors import BadRequest
 from agentloop.items import (
@@ -30,7 +31,15 @@ from agentloop.items import (
     Usage,
     new_id,
 )
-from agentloop.models.base import FinishReason, ModelRequest, ModelResponse
+from agentloop.models.base import (
+    FinishReason,
+    ModelRequest,
+    ModelResponse,
+    ReasoningDelta,
+    StreamPart,
+    TextDelta,
+    ToolCallDelta,
+)
 from agentloop.models.openai_tools import StrictTools, output_format, prepare_tools
 
 __all__ = ["build_chat_body", "chat_messages", "chat_usage", "finish_reason", "parse_completion"]
@@ -247,3 +256,108 @@ def parse_completion(completion: ChatCompletion, strict: StrictTools) -> ModelRe
         finish_reason=finish_reason(choice.finish_reason, has_calls=bool(calls)),
         model=completion.model,
     )
+
+
+@dataclass
+class _Call:
+    call_id: str | None = None
+    name: str = ""
+    arguments: list[str] = field(default_factory=list)
+
+
+@dataclass
+class ChatStreamAssembly:
+    """Collects a streamed Chat Completions answer: text, reasoning, and tool calls by index.
+
+    Shared by every adapter that speaks the Chat Completions stream (OpenAI, LiteLLM)."""
+
+    text: list[str] = field(default_factory=list)
+    refusal: list[str] = field(default_factory=list)
+    reasoning: list[str] = field(default_factory=list)
+    calls: dict[int, _Call] = field(default_factory=dict)
+    slots: dict[int, int] = field(default_factory=dict)  # wire index -> our call index
+    chunks: int = 0
+    finish: str | None = None
+    usage: Any = None
+    model: str | None = None
+
+    def add(self, chunk: ChatCompletionChunk) -> list[StreamPart]:
+        parts: list[StreamPart] = []
+        self.chunks += 1
+        self.model = chunk.model or self.model
+        if getattr(chunk, "usage", None) is not None:
+            self.usage = chunk.usage
+        for choice in (chunk.choices or [])[:1]:
+            delta = choice.delta
+            if choice.finish_reason is not None:
+                self.finish = choice.finish_reason
+            thought = reasoning_text(delta)
+            if thought:
+                self.reasoning.append(thought)
+                parts.append(ReasoningDelta(delta=thought))
+            if delta.content:
+                self.text.append(delta.content)
+                parts.append(TextDelta(delta=delta.content))
+            if getattr(delta, "refusal", None):
+                self.refusal.append(str(delta.refusal))
+            for tc in delta.tool_calls or ():
+                parts.append(self._call_fragment(tc))
+        return parts
+
+    def _call_fragment(self, tc: Any) -> ToolCallDelta:
+        call_id = getattr(tc, "id", None) or None
+        function = getattr(tc, "function", None)
+        name = getattr(function, "name", None)
+        fragment = getattr(function, "arguments", None) or ""
+        index = self._slot(getattr(tc, "index", None), call_id)
+        call = self.calls[index]
+        if call_id:
+            call.call_id = call_id
+        if name:
+            call.name = name
+        call.arguments.append(fragment)
+        return ToolCallDelta(
+            index=index, call_id=call.call_id, name=call.name or None, arguments_delta=fragment
+        )
+
+    def _slot(self, wire_index: int | None, call_id: str | None) -> int:
+        """Our index for a fragment: by the wire index, or by id for servers that omit it."""
+        if wire_index is None:
+            for known, call in self.calls.items():
+                if call_id is not None and call.call_id == call_id:
+                    return known
+            if call_id is None and self.calls:
+                return len(self.calls) - 1
+            return self._new_call()
+        slot = self.slots.get(wire_index)
+        if slot is None or (call_id and self.calls[slot].call_id not in (None, call_id)):
+            # a new call; a server that reuses an index for a second call gives it a new id
+            slot = self._new_call()
+            self.slots[wire_index] = slot
+        return slot
+
+    def _new_call(self) -> int:
+        index = len(self.calls)
+        self.calls[index] = _Call()
+        return index
+
+    def response(self, strict: StrictTools) -> ModelResponse:
+        calls = [
+            FunctionCall(
+                call_id=c.call_id or new_id("call"), name=c.name, arguments="".join(c.arguments)
+            )
+            for _, c in sorted(self.calls.items())
+        ]
+        items = assemble_items(
+            reasoning="".join(self.reasoning),
+            text="".join(self.text),
+            refusal="".join(self.refusal),
+            calls=calls,
+            strict=strict,
+        )
+        return ModelResponse(
+            items=items,
+            usage=chat_usage(self.usage),
+            finish_reason=finish_reason(self.finish, has_calls=bool(calls)),
+            model=self.model,
+        )
