@@ -8,18 +8,15 @@ turns). Failures are mapped to agentloop's typed errors and retried by :mod:`.re
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator
 from dataclasses import replace
 from typing import Any
 
-import httpx2
 import openai
 from openai.types.chat import ChatCompletion
 
 from agentloop.errors import ProviderUnavailable
 from agentloop.models.base import (
-    Model,
     ModelRequest,
     ModelResponse,
     ResponseDone,
@@ -30,10 +27,10 @@ from agentloop.models.openai_chat_wire import (
     build_chat_body,
     parse_completion,
 )
-from agentloop.models.openai_client import make_client, provider_label, split_body
+from agentloop.models.openai_client import OpenAIModelBase, split_body
 from agentloop.models.openai_errors import map_openai_error
 from agentloop.models.openai_tools import StrictTools
-from agentloop.models.retry import RetryPolicy, Sleep, call_with_retries, stream_with_retries
+from agentloop.models.retry import call_with_retries, stream_with_retries
 
 __all__ = ["OpenAIChatModel"]
 
@@ -44,7 +41,7 @@ _CHAT_KEYS = frozenset(
 )  # fmt: skip
 
 
-class OpenAIChatModel(Model):
+class OpenAIChatModel(OpenAIModelBase):
     """A model behind the Chat Completions API.
 
     ``strict_tools`` sends every tool whose schema allows it with ``strict: true`` (a tool whose
@@ -53,41 +50,7 @@ class OpenAIChatModel(Model):
     ``httpx2.AsyncClient`` for the SDK (proxies, custom transports). ``sleep`` is how retries wait.
     """
 
-    def __init__(
-        self,
-        model: str,
-        *,
-        api_key: str | None = None,
-        base_url: str | None = None,
-        organization: str | None = None,
-        client: openai.AsyncOpenAI | None = None,
-        retry: RetryPolicy | None = None,
-        strict_tools: bool = False,
-        timeout: float | None = None,
-        default_headers: Mapping[str, str] | None = None,
-        context_window: int | None = None,
-        http_client: httpx2.AsyncClient | None = None,
-    ) -> None:
-        self.model_name = model
-        self.name = f"openai:{model}"
-        self.client = make_client(
-            client=client,
-            api_key=api_key,
-            base_url=base_url,
-            organization=organization,
-            timeout=timeout,
-            default_headers=default_headers,
-            http_client=http_client,
-        )
-        self._owns_client = client is None and http_client is None
-        self.provider = provider_label(self.client)
-        self.retry = retry or RetryPolicy()
-        self.strict_tools = strict_tools
-        self.context_window = context_window
-        self.sleep: Sleep = asyncio.sleep
-
-    def __repr__(self) -> str:
-        return f"OpenAIChatModel({self.model_name!r}, provider={self.provider!r})"
+    prefix = "openai"
 
     async def request(self, request: ModelRequest) -> ModelResponse:
         body, strict = build_chat_body(self.model_name, request, strict_tools=self.strict_tools)
@@ -131,7 +94,3 @@ class OpenAIChatModel(Model):
         if not assembly.chunks:
             raise ProviderUnavailable(f"{self.provider}: the stream ended before any answer")
         yield ResponseDone(response=assembly.response(strict))
-
-    async def aclose(self) -> None:
-        if self._owns_client:  # a client or http_client the caller gave stays theirs
-            await self.client.close()

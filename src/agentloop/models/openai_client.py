@@ -8,6 +8,7 @@ is used. The SDK's own retries are turned off; agentloop's retry policy does the
 
 from __future__ import annotations
 
+import asyncio
 import os
 from collections.abc import Mapping, Set
 from typing import Any
@@ -17,8 +18,16 @@ import httpx2
 import openai
 
 from agentloop.errors import ConfigError
+from agentloop.models.base import Model
+from agentloop.models.retry import RetryPolicy, Sleep
 
-__all__ = ["PLACEHOLDER_API_KEY", "make_client", "provider_label", "split_body"]
+__all__ = [
+    "PLACEHOLDER_API_KEY",
+    "OpenAIModelBase",
+    "make_client",
+    "provider_label",
+    "split_body",
+]
 
 PLACEHOLDER_API_KEY = "not-needed"
 """Sent as the key to custom endpoints when no key is configured (local servers ignore it)."""
@@ -73,3 +82,49 @@ def split_body(body: Mapping[str, Any], known: Set[str]) -> dict[str, Any]:
     if extra:
         kwargs["extra_body"] = extra
     return kwargs
+
+
+class OpenAIModelBase(Model):
+    """What both OpenAI adapters share: the client, retries, strictness and clean-up."""
+
+    prefix = "openai"
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        api_key: str | None = None,
+        base_url: str | None = None,
+        organization: str | None = None,
+        client: openai.AsyncOpenAI | None = None,
+        retry: RetryPolicy | None = None,
+        strict_tools: bool = False,
+        timeout: float | None = None,
+        default_headers: Mapping[str, str] | None = None,
+        context_window: int | None = None,
+        http_client: httpx2.AsyncClient | None = None,
+    ) -> None:
+        self.model_name = model
+        self.name = f"{self.prefix}:{model}"
+        self.client = make_client(
+            client=client,
+            api_key=api_key,
+            base_url=base_url,
+            organization=organization,
+            timeout=timeout,
+            default_headers=default_headers,
+            http_client=http_client,
+        )
+        self._owns_client = client is None and http_client is None
+        self.provider = provider_label(self.client)
+        self.retry = retry or RetryPolicy()
+        self.strict_tools = strict_tools
+        self.context_window = context_window
+        self.sleep: Sleep = asyncio.sleep
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.model_name!r}, provider={self.provider!r})"
+
+    async def aclose(self) -> None:
+        if self._owns_client:  # a client or http_client the caller gave stays theirs
+            await self.client.close()

@@ -10,12 +10,10 @@ terminal ``response.completed`` / ``response.incomplete`` to the final response.
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-import httpx2
 import openai
 from openai.types.responses import (
     Response,
@@ -33,7 +31,6 @@ from openai.types.responses import (
 
 from agentloop.errors import ProviderUnavailable
 from agentloop.models.base import (
-    Model,
     ModelRequest,
     ModelResponse,
     ReasoningDelta,
@@ -42,11 +39,11 @@ from agentloop.models.base import (
     TextDelta,
     ToolCallDelta,
 )
-from agentloop.models.openai_client import make_client, provider_label, split_body
+from agentloop.models.openai_client import OpenAIModelBase, split_body
 from agentloop.models.openai_errors import error_from_code, map_openai_error
 from agentloop.models.openai_responses_wire import build_responses_body, parse_response
 from agentloop.models.openai_tools import StrictTools
-from agentloop.models.retry import RetryPolicy, Sleep, call_with_retries, stream_with_retries
+from agentloop.models.retry import call_with_retries, stream_with_retries
 
 __all__ = ["OpenAIResponsesModel"]
 
@@ -57,45 +54,11 @@ _RESPONSES_KEYS = frozenset(
 )  # fmt: skip
 
 
-class OpenAIResponsesModel(Model):
+class OpenAIResponsesModel(OpenAIModelBase):
     """A model behind the Responses API; same options as
     :class:`~agentloop.models.openai_chat.OpenAIChatModel`."""
 
-    def __init__(
-        self,
-        model: str,
-        *,
-        api_key: str | None = None,
-        base_url: str | None = None,
-        organization: str | None = None,
-        client: openai.AsyncOpenAI | None = None,
-        retry: RetryPolicy | None = None,
-        strict_tools: bool = False,
-        timeout: float | None = None,
-        default_headers: Mapping[str, str] | None = None,
-        context_window: int | None = None,
-        http_client: httpx2.AsyncClient | None = None,
-    ) -> None:
-        self.model_name = model
-        self.name = f"openai-responses:{model}"
-        self.client = make_client(
-            client=client,
-            api_key=api_key,
-            base_url=base_url,
-            organization=organization,
-            timeout=timeout,
-            default_headers=default_headers,
-            http_client=http_client,
-        )
-        self._owns_client = client is None and http_client is None
-        self.provider = provider_label(self.client)
-        self.retry = retry or RetryPolicy()
-        self.strict_tools = strict_tools
-        self.context_window = context_window
-        self.sleep: Sleep = asyncio.sleep
-
-    def __repr__(self) -> str:
-        return f"OpenAIResponsesModel({self.model_name!r}, provider={self.provider!r})"
+    prefix = "openai-responses"
 
     async def request(self, request: ModelRequest) -> ModelResponse:
         body, strict = build_responses_body(
@@ -145,10 +108,6 @@ class OpenAIResponsesModel(Model):
         if state.final is None:
             raise ProviderUnavailable(f"{self.provider}: the stream ended before the response did")
         yield ResponseDone(response=state.final)
-
-    async def aclose(self) -> None:
-        if self._owns_client:  # a client or http_client the caller gave stays theirs
-            await self.client.close()
 
 
 def _check_failed(response: Response, provider: str) -> None:
