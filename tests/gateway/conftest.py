@@ -126,7 +126,7 @@ def make_gateway(store_url: str) -> GatewayFactory:
         )
         store = await Store.open(store_url)
         counter = QueryCounter()
-        event.listen(store.engine.sync_engine, "before_cursor_execute", counter)
+        event.listen(store.sync_engine, "before_cursor_execute", counter)
         app = create_app(cfg, store=store, models=models, toolsets=toolsets)
         transport = RecordingTransport(app)
         try:

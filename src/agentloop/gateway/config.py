@@ -149,7 +149,7 @@ def load_config(
     apply environment variables and then ``overrides`` (e.g. ``{"server": {"port": 9000}}``)."""
     env = os.environ if environ is None else environ
     if path is None:
-        path = env.get(ENV_PREFIX + "CONFIG")
+        path = env.get(ENV_PREFIX + "CONFIG") or None
         candidate = Path(path) if path else Path("agentloop.toml")
         explicit = path is not None
     else:

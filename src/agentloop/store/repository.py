@@ -1,7 +1,8 @@
 """The store's operations. Every query is scoped to a tenant; another tenant's id is NotFound.
 
 Items are stored per conversation in order (see :mod:`agentloop.store.schema`), so a
-``previous_response_id`` chain of any length is rebuilt with two queries.
+``previous_response_id`` chain of any length is rebuilt with two queries. Each public method is
+one transaction (see :mod:`agentloop.store.database` for how it runs).
 """
 
 from __future__ import annotations
@@ -14,15 +15,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import and_, delete, event, insert, literal, select, text, update
-from sqlalchemy.engine import Row
-from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
-from sqlalchemy.pool import StaticPool
+from sqlalchemy import Connection, CursorResult, delete, insert, literal, select, text, update
+from sqlalchemy.engine import Engine, Row
 
 from agentloop.items import new_id
 from agentloop.store import schema as t
-from agentloop.store.migrate import upgrade
-from agentloop.store.url import normalise_url
+from agentloop.store.database import Database
 
 RUNNING = ("queued", "in_progress")
 KEY_PREFIX = "al-"
@@ -95,6 +93,10 @@ def _dumps(value: Any) -> str:
     return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
 
 
+def _rowcount(result: CursorResult[Any]) -> int:
+    return int(result.rowcount)
+
+
 def _record(row: Row[Any]) -> ResponseRecord:
     m = row._mapping
     return ResponseRecord(
@@ -115,64 +117,139 @@ def _record(row: Row[Any]) -> ResponseRecord:
     )
 
 
-def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
-    cursor = dbapi_connection.cursor()
-    for pragma in ("journal_mode=WAL", "synchronous=NORMAL", "busy_timeout=10000"):
-        cursor.execute(f"PRAGMA {pragma}")
-    cursor.close()
+def _get(conn: Connection, tenant_id: str, response_id: str) -> ResponseRecord:
+    r = t.responses
+    row = conn.execute(select(r).where(r.c.id == response_id, r.c.tenant_id == tenant_id)).first()
+    if row is None:
+        raise NotFound(response_id)
+    return _record(row)
 
 
-def make_engine(url: str) -> AsyncEngine:
-    """An async engine for a store URL. SQLite uses one shared connection (writes serialise
-    there anyway, and it rules out lock upgrades failing with SQLITE_BUSY)."""
-    full = normalise_url(url)
-    if full.startswith("sqlite"):
-        memory = ":memory:" in full or full.rstrip("/").endswith("sqlite+aiosqlite:")
-        if memory:
-            engine = create_async_engine(full, poolclass=StaticPool)
-        else:
-            engine = create_async_engine(full, pool_size=1, max_overflow=0, pool_timeout=60)
-        event.listen(engine.sync_engine, "connect", _sqlite_pragmas)
-        return engine
-    return create_async_engine(full, pool_size=10, max_overflow=20, pool_pre_ping=False)
+def _item_datas(conn: Connection, conversation_id: str, start: int, end: int) -> list[str]:
+    i = t.items
+    rows = conn.execute(
+        select(i.c.data)
+        .where(i.c.conversation_id == conversation_id, i.c.seq >= start, i.c.seq < end)
+        .order_by(i.c.seq)
+    )
+    return [row[0] for row in rows]
 
 
-_MIGRATED: set[str] = set()
+def _insert_items(
+    conn: Connection,
+    conversation_id: str,
+    start: int,
+    response_id: str,
+    items: Sequence[Mapping[str, Any]],
+) -> None:
+    if not items:
+        return
+    conn.execute(
+        insert(t.items),
+        [
+            {
+                "conversation_id": conversation_id,
+                "seq": start + k,
+                "response_id": response_id,
+                "item_id": item.get("id"),
+                "data": _dumps(item),
+            }
+            for k, item in enumerate(items)
+        ],
+    )
+
+
+def _claim(
+    conn: Connection, tenant_id: str, response_id: str, previous: ResponseRecord | None
+) -> tuple[str, int]:
+    """Where a new response's items go: after ``previous`` in its conversation when that is the
+    conversation's head; otherwise in a new conversation holding a copy of the prefix (a fork)."""
+    c = t.conversations
+    base = 0
+    if previous is not None:
+        base = previous.seq_end
+        claimed = conn.execute(
+            update(c)
+            .where(c.c.id == previous.conversation_id, c.c.head_response_id == previous.id)
+            .values(head_response_id=response_id)
+        )
+        if _rowcount(claimed) == 1:
+            return previous.conversation_id, base
+    conv_id = new_id("conv")
+    conn.execute(
+        insert(c).values(
+            id=conv_id, tenant_id=tenant_id, head_response_id=response_id, created_at=_now()
+        )
+    )
+    if previous is not None and base:
+        i = t.items
+        conn.execute(
+            insert(i).from_select(
+                ["conversation_id", "seq", "response_id", "item_id", "data"],
+                select(literal(conv_id), i.c.seq, i.c.response_id, i.c.item_id, i.c.data).where(
+                    i.c.conversation_id == previous.conversation_id, i.c.seq < base
+                ),
+            )
+        )
+    return conv_id, base
+
+
+def _key_query() -> Any:
+    k, ten = t.api_keys, t.tenants
+    return select(
+        k.c.id,
+        k.c.tenant_id,
+        ten.c.name.label("tenant_name"),
+        k.c.name,
+        k.c.prefix,
+        k.c.created_at,
+        k.c.revoked_at,
+    ).join(ten, ten.c.id == k.c.tenant_id)
+
+
+def _key(row: Row[Any]) -> ApiKeyRecord:
+    return ApiKeyRecord(**dict(row._mapping))
 
 
 class Store:
     """Responses, conversation items, tenants, API keys and tool audit records."""
 
-    def __init__(self, engine: AsyncEngine) -> None:
-        self.engine = engine
+    def __init__(self, db: Database) -> None:
+        self.db = db
 
     @classmethod
     async def open(cls, url: str, *, migrate: bool = True) -> Store:
-        """Connect and apply migrations (once per process and URL)."""
-        engine = make_engine(url)
+        """Connect and apply the migrations (once per process and URL)."""
+        db = Database(url)
         if migrate and url not in _MIGRATED:
-            await upgrade(engine)
+            await db.migrate()
             _MIGRATED.add(url)
-        return cls(engine)
+        return cls(db)
+
+    @property
+    def sync_engine(self) -> Engine:
+        return self.db.sync_engine
 
     async def aclose(self) -> None:
-        await self.engine.dispose()
+        await self.db.dispose()
 
     async def ping(self) -> None:
-        async with self.engine.connect() as conn:
-            await conn.execute(text("SELECT 1"))
+        await self.db.run(lambda conn: conn.execute(text("SELECT 1")))
 
     # --- tenants and keys ------------------------------------------------------------------
 
-    async def ensure_tenant(self, name: str, *, tenant_id: str | None = None) -> str:
+    async def ensure_tenant(self, name: str) -> str:
         """The id of the tenant called ``name``, created if needed."""
-        async with self.engine.begin() as conn:
-            found = await conn.scalar(select(t.tenants.c.id).where(t.tenants.c.name == name))
+
+        def go(conn: Connection) -> str:
+            found = conn.scalar(select(t.tenants.c.id).where(t.tenants.c.name == name))
             if found is not None:
                 return str(found)
-            new = tenant_id or new_id("ten")
-            await conn.execute(insert(t.tenants).values(id=new, name=name, created_at=_now()))
+            new = new_id("ten")
+            conn.execute(insert(t.tenants).values(id=new, name=name, created_at=_now()))
             return new
+
+        return await self.db.run(go, write=True)
 
     async def create_key(self, tenant: str, name: str = "default") -> tuple[ApiKeyRecord, str]:
         """A new API key for ``tenant`` (created if needed). The secret is returned once; only
@@ -188,99 +265,77 @@ class Store:
             created_at=_now(),
             revoked_at=None,
         )
-        async with self.engine.begin() as conn:
-            await conn.execute(
-                insert(t.api_keys).values(
-                    id=record.id,
-                    tenant_id=tenant_id,
-                    name=name,
-                    prefix=record.prefix,
-                    hash=hash_key(secret),
-                    created_at=record.created_at,
-                )
-            )
+        values = {
+            "id": record.id,
+            "tenant_id": tenant_id,
+            "name": name,
+            "prefix": record.prefix,
+            "hash": hash_key(secret),
+            "created_at": record.created_at,
+        }
+        await self.db.run(
+            lambda conn: conn.execute(insert(t.api_keys).values(**values)), write=True
+        )
         return record, secret
 
-    def _key_query(self) -> Any:
-        k, ten = t.api_keys, t.tenants
-        return select(
-            k.c.id,
-            k.c.tenant_id,
-            ten.c.name.label("tenant_name"),
-            k.c.name,
-            k.c.prefix,
-            k.c.created_at,
-            k.c.revoked_at,
-        ).join(ten, ten.c.id == k.c.tenant_id)
-
-    @staticmethod
-    def _key(row: Row[Any]) -> ApiKeyRecord:
-        return ApiKeyRecord(**dict(row._mapping))
-
     async def list_keys(self) -> list[ApiKeyRecord]:
-        async with self.engine.connect() as conn:
-            rows = await conn.execute(self._key_query().order_by(t.api_keys.c.created_at))
-            return [self._key(r) for r in rows]
+        def go(conn: Connection) -> list[ApiKeyRecord]:
+            return [_key(r) for r in conn.execute(_key_query().order_by(t.api_keys.c.created_at))]
+
+        return await self.db.run(go)
 
     async def revoke_key(self, key_id: str) -> bool:
-        async with self.engine.begin() as conn:
-            result = await conn.execute(
-                update(t.api_keys)
-                .where(t.api_keys.c.id == key_id, t.api_keys.c.revoked_at.is_(None))
+        k = t.api_keys
+
+        def go(conn: Connection) -> bool:
+            result = conn.execute(
+                update(k)
+                .where(k.c.id == key_id, k.c.revoked_at.is_(None))
                 .values(revoked_at=_now())
             )
-            return bool(result.rowcount)
+            return _rowcount(result) > 0
+
+        return await self.db.run(go, write=True)
 
     async def authenticate(self, secret: str) -> ApiKeyRecord | None:
         """The active key with this secret, or None."""
-        query = self._key_query().where(
-            t.api_keys.c.hash == hash_key(secret), t.api_keys.c.revoked_at.is_(None)
-        )
-        async with self.engine.connect() as conn:
-            row = (await conn.execute(query)).first()
-        return None if row is None else self._key(row)
+        k = t.api_keys
+        query = _key_query().where(k.c.hash == hash_key(secret), k.c.revoked_at.is_(None))
+
+        def go(conn: Connection) -> ApiKeyRecord | None:
+            row = conn.execute(query).first()
+            return None if row is None else _key(row)
+
+        return await self.db.run(go)
 
     async def has_active_keys(self) -> bool:
         query = select(t.api_keys.c.id).where(t.api_keys.c.revoked_at.is_(None)).limit(1)
-        async with self.engine.connect() as conn:
-            return (await conn.scalar(query)) is not None
+        return await self.db.run(lambda conn: conn.scalar(query) is not None)
 
     # --- responses ---------------------------------------------------------------------------
 
-    @staticmethod
-    async def _get(conn: AsyncConnection, tenant_id: str, response_id: str) -> ResponseRecord:
-        r = t.responses
-        row = (
-            await conn.execute(select(r).where(r.c.id == response_id, r.c.tenant_id == tenant_id))
-        ).first()
-        if row is None:
-            raise NotFound(response_id)
-        return _record(row)
-
-    @staticmethod
-    async def _items(conn: AsyncConnection, conversation_id: str, start: int, end: int) -> Any:
-        i = t.items
-        return await conn.execute(
-            select(i.c.data)
-            .where(i.c.conversation_id == conversation_id, i.c.seq >= start, i.c.seq < end)
-            .order_by(i.c.seq)
-        )
-
     async def load_chain(self, tenant_id: str, response_id: str) -> Chain:
         """The response and its whole conversation up to its end: two queries."""
-        async with self.engine.connect() as conn:
-            record = await self._get(conn, tenant_id, response_id)
-            rows = await self._items(conn, record.conversation_id, 0, record.seq_end)
-            return Chain(response=record, items=_loads_many([r[0] for r in rows]))
+
+        def go(conn: Connection) -> tuple[ResponseRecord, list[str]]:
+            record = _get(conn, tenant_id, response_id)
+            return record, _item_datas(conn, record.conversation_id, 0, record.seq_end)
+
+        record, datas = await self.db.run(go)
+        return Chain(response=record, items=_loads_many(datas))
 
     async def get_response(
         self, tenant_id: str, response_id: str
     ) -> tuple[ResponseRecord, list[dict[str, Any]]]:
         """The response and its output items."""
-        async with self.engine.connect() as conn:
-            record = await self._get(conn, tenant_id, response_id)
-            rows = await self._items(conn, record.conversation_id, record.input_end, record.seq_end)
-            return record, _loads_many([r[0] for r in rows])
+
+        def go(conn: Connection) -> tuple[ResponseRecord, list[str]]:
+            record = _get(conn, tenant_id, response_id)
+            datas = _item_datas(conn, record.conversation_id, record.input_end, record.seq_end)
+            return record, datas
+
+        record, datas = await self.db.run(go)
+        return record, _loads_many(datas)
 
     async def create_response(
         self,
@@ -298,8 +353,9 @@ class Store:
     ) -> ResponseRecord:
         """Store a new (running) response and its input items after ``previous``' items."""
         n = len(input_items)
-        async with self.engine.begin() as conn:
-            conv_id, base = await self._claim(conn, tenant_id, response_id, previous)
+
+        def go(conn: Connection) -> dict[str, Any]:
+            conv_id, base = _claim(conn, tenant_id, response_id, previous)
             values: dict[str, Any] = {
                 "id": response_id,
                 "tenant_id": tenant_id,
@@ -316,60 +372,12 @@ class Store:
                 "key_id": key_id,
                 "resource": _dumps(resource),
             }
-            await conn.execute(insert(t.responses).values(**values))
-            if input_items:
-                await conn.execute(
-                    insert(t.items),
-                    [
-                        {
-                            "conversation_id": conv_id,
-                            "seq": base + k,
-                            "response_id": response_id,
-                            "item_id": item.get("id"),
-                            "data": _dumps(item),
-                        }
-                        for k, item in enumerate(input_items)
-                    ],
-                )
-        return ResponseRecord(**{**values, "resource": dict(resource)})
+            conn.execute(insert(t.responses).values(**values))
+            _insert_items(conn, conv_id, base, response_id, input_items)
+            return values
 
-    @staticmethod
-    async def _claim(
-        conn: AsyncConnection,
-        tenant_id: str,
-        response_id: str,
-        previous: ResponseRecord | None,
-    ) -> tuple[str, int]:
-        """Where the new response's items go: after ``previous`` in its conversation when it is
-        the head; otherwise in a new conversation holding a copy of the prefix (a fork)."""
-        c = t.conversations
-        base = 0
-        if previous is not None:
-            base = previous.seq_end
-            claimed = await conn.execute(
-                update(c)
-                .where(c.c.id == previous.conversation_id, c.c.head_response_id == previous.id)
-                .values(head_response_id=response_id)
-            )
-            if claimed.rowcount == 1:
-                return previous.conversation_id, base
-        conv_id = new_id("conv")
-        await conn.execute(
-            insert(c).values(
-                id=conv_id, tenant_id=tenant_id, head_response_id=response_id, created_at=_now()
-            )
-        )
-        if previous is not None and base:
-            i = t.items
-            await conn.execute(
-                insert(i).from_select(
-                    ["conversation_id", "seq", "response_id", "item_id", "data"],
-                    select(literal(conv_id), i.c.seq, i.c.response_id, i.c.item_id, i.c.data).where(
-                        i.c.conversation_id == previous.conversation_id, i.c.seq < base
-                    ),
-                )
-            )
-        return conv_id, base
+        values = await self.db.run(go, write=True)
+        return ResponseRecord(**{**values, "resource": dict(resource)})
 
     async def finish_response(
         self,
@@ -386,8 +394,27 @@ class Store:
         False (and nothing written) when it was no longer running (cancelled elsewhere)."""
         r = t.responses
         end = record.input_end + len(output_items)
-        async with self.engine.begin() as conn:
-            done = await conn.execute(
+        now = _now()
+        audit_rows = [
+            {
+                "tenant_id": record.tenant_id,
+                "key_id": record.key_id,
+                "response_id": record.id,
+                "call_id": a["call_id"],
+                "tool": a["tool"],
+                "arguments": _dumps(a["arguments"]),
+                "decision": a["decision"],
+                "outcome": a["outcome"],
+                "duration": float(a.get("duration", 0.0)),
+                "cached": bool(a.get("cached", False)),
+                "message": a.get("message"),
+                "created_at": now,
+            }
+            for a in audit
+        ]
+
+        def go(conn: Connection) -> bool:
+            done = conn.execute(
                 update(r)
                 .where(r.c.id == record.id, r.c.status.in_(RUNNING))
                 .values(
@@ -397,79 +424,54 @@ class Store:
                     resource=_dumps(resource),
                 )
             )
-            if done.rowcount != 1:
+            if _rowcount(done) != 1:
                 return False
-            if output_items:
-                await conn.execute(
-                    insert(t.items),
-                    [
-                        {
-                            "conversation_id": record.conversation_id,
-                            "seq": record.input_end + k,
-                            "response_id": record.id,
-                            "item_id": item.get("id"),
-                            "data": _dumps(item),
-                        }
-                        for k, item in enumerate(output_items)
-                    ],
-                )
-            if audit:
-                now = _now()
-                await conn.execute(
-                    insert(t.tool_audit),
-                    [
-                        {
-                            "tenant_id": record.tenant_id,
-                            "key_id": record.key_id,
-                            "response_id": record.id,
-                            "call_id": a["call_id"],
-                            "tool": a["tool"],
-                            "arguments": _dumps(a["arguments"]),
-                            "decision": a["decision"],
-                            "outcome": a["outcome"],
-                            "duration": float(a.get("duration", 0.0)),
-                            "cached": bool(a.get("cached", False)),
-                            "message": a.get("message"),
-                            "created_at": now,
-                        }
-                        for a in audit
-                    ],
-                )
-        return True
+            _insert_items(conn, record.conversation_id, record.input_end, record.id, output_items)
+            if audit_rows:
+                conn.execute(insert(t.tool_audit), audit_rows)
+            return True
+
+        return await self.db.run(go, write=True)
 
     async def mark_ended(
         self, tenant_id: str, response_id: str, *, status: str, resource: Mapping[str, Any]
     ) -> bool:
         """End a running response that no worker here is running (crashed or elsewhere)."""
         r = t.responses
-        async with self.engine.begin() as conn:
-            done = await conn.execute(
+
+        def go(conn: Connection) -> bool:
+            done = conn.execute(
                 update(r)
                 .where(r.c.id == response_id, r.c.tenant_id == tenant_id, r.c.status.in_(RUNNING))
                 .values(status=status, completed_at=_now(), resource=_dumps(resource))
             )
-            return bool(done.rowcount)
+            return _rowcount(done) > 0
+
+        return await self.db.run(go, write=True)
 
     async def delete_response(self, tenant_id: str, response_id: str) -> None:
         """Delete a finished response. Its items go too unless later responses build on them."""
         r, c, i = t.responses, t.conversations, t.items
-        async with self.engine.begin() as conn:
-            record = await self._get(conn, tenant_id, response_id)
+
+        def go(conn: Connection) -> None:
+            record = _get(conn, tenant_id, response_id)
             if record.status in RUNNING:
                 raise StoreConflict(response_id)
-            await conn.execute(delete(r).where(r.c.id == record.id))
-            rewound = await conn.execute(
+            conn.execute(delete(r).where(r.c.id == record.id))
+            rewound = conn.execute(
                 update(c)
                 .where(c.c.id == record.conversation_id, c.c.head_response_id == record.id)
                 .values(head_response_id=record.previous_response_id)
             )
-            if rewound.rowcount == 1:
-                await conn.execute(
+            if _rowcount(rewound) == 1:
+                conn.execute(
                     delete(i).where(
                         i.c.conversation_id == record.conversation_id,
                         i.c.seq >= record.seq_start,
                     )
                 )
+
+        await self.db.run(go, write=True)
 
     async def input_items(
         self,
@@ -482,8 +484,9 @@ class Store:
     ) -> tuple[list[dict[str, Any]], bool]:
         """A page of the response's input items and whether more follow."""
         i = t.items
-        async with self.engine.connect() as conn:
-            record = await self._get(conn, tenant_id, response_id)
+
+        def go(conn: Connection) -> list[str]:
+            record = _get(conn, tenant_id, response_id)
             conds = [
                 i.c.conversation_id == record.conversation_id,
                 i.c.seq >= record.seq_start,
@@ -491,27 +494,33 @@ class Store:
             ]
             if after is not None:
                 anchor = (
-                    select(i.c.seq).where(and_(*conds[:1], i.c.item_id == after)).scalar_subquery()
+                    select(i.c.seq)
+                    .where(i.c.conversation_id == record.conversation_id, i.c.item_id == after)
+                    .scalar_subquery()
                 )
                 conds.append(i.c.seq > anchor if order == "asc" else i.c.seq < anchor)
             ordering = i.c.seq.asc() if order == "asc" else i.c.seq.desc()
-            rows = await conn.execute(
-                select(i.c.data).where(*conds).order_by(ordering).limit(limit + 1)
-            )
-            datas = [row[0] for row in rows]
+            rows = conn.execute(select(i.c.data).where(*conds).order_by(ordering).limit(limit + 1))
+            return [row[0] for row in rows]
+
+        datas = await self.db.run(go)
         return _loads_many(datas[:limit]), len(datas) > limit
 
     async def audit_records(self, tenant_id: str, response_id: str) -> list[dict[str, Any]]:
         a = t.tool_audit
-        async with self.engine.connect() as conn:
-            rows = await conn.execute(
+
+        def go(conn: Connection) -> list[dict[str, Any]]:
+            rows = conn.execute(
                 select(a)
                 .where(a.c.tenant_id == tenant_id, a.c.response_id == response_id)
                 .order_by(a.c.id)
             )
-            out = []
-            for row in rows:
-                data = dict(row._mapping)
-                data["arguments"] = json.loads(data["arguments"])
-                out.append(data)
-            return out
+            return [dict(row._mapping) for row in rows]
+
+        out = await self.db.run(go)
+        for record in out:
+            record["arguments"] = json.loads(record["arguments"])
+        return out
+
+
+_MIGRATED: set[str] = set()
