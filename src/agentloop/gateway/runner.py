@@ -11,14 +11,14 @@ import asyncio
 import json
 import logging
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import Any
 
 from agentloop.errors import ModelError
 from agentloop.gateway.ids import TurnIds
 from agentloop.gateway.resource import ResponseMeta, snapshot, wire_item, without_output
-from agentloop.gateway.streaming import DONE_FRAME, EventMapper, encode_sse
+from agentloop.gateway.streaming import DONE_FRAME, EventMapper, drop_unanswerable, encode_sse
 from agentloop.items import Item, item_to_dict
 from agentloop.run.agent import Agent
 from agentloop.run.events import RunFinished
@@ -93,8 +93,10 @@ class Execution:
         streaming: bool,
         background: bool,
         client_tools_status: str,
+        on_stored: Callable[[str, list[Item]], None] | None = None,
     ) -> None:
         self.principal = principal
+        self.on_stored = on_stored
         self.meta = meta
         self.agent = agent
         self.conversation = conversation
@@ -220,6 +222,9 @@ class Execution:
                 )
                 if not stored:
                     final = {**final, "status": "cancelled"}
+                elif self.on_stored is not None:
+                    history = drop_unanswerable([*self.conversation, *output_items])
+                    self.on_stored(self.id, history)
             except Exception:
                 log.exception("could not store the response", extra={"response_id": self.id})
         self.mapper.terminal(final)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import inspect
 import time
+from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -148,6 +149,34 @@ def _settings(body: CreateResponseBody) -> ModelSettings:
     )
 
 
+class HistoryCache:
+    """Conversations of recently stored responses (LRU), so a chain continued on the worker
+    that stored it skips decoding its items. A response's conversation never changes once it
+    is stored, so entries never go stale; deleting a response evicts it."""
+
+    def __init__(self, size: int = 256) -> None:
+        self.size = size
+        self._entries: OrderedDict[str, list[Item]] = OrderedDict()
+
+    def get(self, response_id: str) -> list[Item] | None:
+        items = self._entries.get(response_id)
+        if items is not None:
+            self._entries.move_to_end(response_id)
+        return items
+
+    def put(self, response_id: str, items: list[Item]) -> None:
+        self._entries[response_id] = items
+        self._entries.move_to_end(response_id)
+        while len(self._entries) > self.size:
+            self._entries.popitem(last=False)
+
+    def evict(self, response_id: str) -> None:
+        self._entries.pop(response_id, None)
+
+    def clear(self) -> None:
+        self._entries.clear()
+
+
 class Gateway:
     """Shared by every request of an app."""
 
@@ -164,15 +193,23 @@ class Gateway:
         self.router = router
         self.toolsets = toolsets
         self.registry = Registry()
+        self.history = HistoryCache()
 
     async def _history(
         self, principal: Principal, body: CreateResponseBody
     ) -> tuple[list[Item], ResponseRecord | None]:
+        """The conversation to continue: from the in-process cache when this worker stored the
+        previous response (one query to check it), else rebuilt from the store (two)."""
         prev_id = body.previous_response_id
         if prev_id is None:
             return [], None
+        cached = self.history.get(prev_id)
         try:
-            chain = await self.store.load_chain(principal.tenant_id, prev_id)
+            if cached is not None:
+                record = await self.store.get_record(principal.tenant_id, prev_id)
+            else:
+                chain = await self.store.load_chain(principal.tenant_id, prev_id)
+                record = chain.response
         except NotFound:
             raise ApiError(
                 404,
@@ -180,7 +217,7 @@ class Gateway:
                 code="previous_response_not_found",
                 param="previous_response_id",
             ) from None
-        if chain.response.status in RUNNING:
+        if record.status in RUNNING:
             raise ApiError(
                 409,
                 f"Previous response '{prev_id}' is still in progress; wait for "
@@ -188,8 +225,11 @@ class Gateway:
                 code="response_in_progress",
                 param="previous_response_id",
             )
+        if cached is not None:
+            return cached, record
         items = drop_unanswerable([item_from_dict(d) for d in chain.items])
-        return items, chain.response
+        self.history.put(prev_id, items)
+        return items, record
 
     async def create(self, principal: Principal, body: CreateResponseBody) -> Execution:
         cfg = self.config.server
@@ -290,6 +330,7 @@ class Gateway:
             streaming=body.stream,
             background=body.background,
             client_tools_status=cfg.client_tools_status,
+            on_stored=self.history.put,
         )
         execution.start()
         self.registry.add(execution)
@@ -336,6 +377,7 @@ class Gateway:
         )
 
     async def delete(self, principal: Principal, response_id: str) -> dict[str, Any]:
+        self.history.evict(response_id)
         try:
             await self.store.delete_response(principal.tenant_id, response_id)
         except NotFound:

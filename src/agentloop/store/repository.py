@@ -324,6 +324,10 @@ class Store:
         record, datas = await self.db.run(go)
         return Chain(response=record, items=_loads_many(datas))
 
+    async def get_record(self, tenant_id: str, response_id: str) -> ResponseRecord:
+        """The response row alone: one query."""
+        return await self.db.run(lambda conn: _get(conn, tenant_id, response_id))
+
     async def get_response(
         self, tenant_id: str, response_id: str
     ) -> tuple[ResponseRecord, list[dict[str, Any]]]:
