@@ -1,14 +1,15 @@
 """Models for tests and demos: deterministic, offline, and observable.
 
 ``ScriptedModel`` plays a fixed script, one turn per model call; ``FunctionModel`` asks a
-function. Both record every request they receive in ``.requests``.
+function. Both record every request they receive in ``.requests`` (``record=False`` turns that
+off: each record copies the conversation, which benchmarks of the loop should not pay for).
 """
 
 from __future__ import annotations
 
 import inspect
 import json
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeAlias
 
@@ -81,7 +82,9 @@ def _response(parts: Sequence[Part], model: str) -> ModelResponse:
     )
 
 
-async def _stream_response(response: ModelResponse) -> AsyncIterator[StreamPart]:
+def _stream_parts(response: ModelResponse) -> Iterator[StreamPart]:
+    """The parts a streaming provider would send for ``response`` (a plain generator: it never
+    awaits, so it costs no async-generator bookkeeping per turn)."""
     for item in response.items:
         if isinstance(item, Message):
             for part in item.content:
@@ -98,12 +101,16 @@ class ScriptedModel(Model):
     """Plays ``turns`` in order: each a part, a list of parts, or an exception to raise.
 
     Each response reports 10 input and 5 output tokens. Asking for more turns than the script
-    has raises :class:`~agentloop.errors.ScriptExhausted`.
+    has raises :class:`~agentloop.errors.ScriptExhausted`. With ``record=False`` requests are
+    not kept in ``.requests``.
     """
 
-    def __init__(self, turns: Sequence[Turn], *, name: str = "scripted") -> None:
+    def __init__(
+        self, turns: Sequence[Turn], *, name: str = "scripted", record: bool = True
+    ) -> None:
         self.turns = list(turns)
         self.name = name
+        self.record = record
         self.requests: list[ModelRequest] = []
         self._next = 0
 
@@ -112,7 +119,8 @@ class ScriptedModel(Model):
         return len(self.turns) - self._next
 
     def _take(self, request: ModelRequest) -> ModelResponse:
-        self.requests.append(_snapshot(request))
+        if self.record:
+            self.requests.append(_snapshot(request))
         if self._next >= len(self.turns):
             raise ScriptExhausted(
                 f"ScriptedModel ran out of script: it has {len(self.turns)} turn(s) and was "
@@ -130,7 +138,7 @@ class ScriptedModel(Model):
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[StreamPart]:
         response = self._take(request)
-        async for part in _stream_response(response):
+        for part in _stream_parts(response):
             yield part
 
 
@@ -152,20 +160,24 @@ FunctionResult: TypeAlias = ModelResponse | str | Part | Sequence[Part]
 
 class FunctionModel(Model):
     """Calls ``fn(request)`` (sync or async) for each turn. It may return a ModelResponse, a
-    string (assistant text), a part, or a list of parts."""
+    string (assistant text), a part, or a list of parts. With ``record=False`` requests are not
+    kept in ``.requests``."""
 
     def __init__(
         self,
         fn: Callable[[ModelRequest], FunctionResult | Awaitable[FunctionResult]],
         *,
         name: str = "function",
+        record: bool = True,
     ) -> None:
         self.fn = fn
         self.name = name
+        self.record = record
         self.requests: list[ModelRequest] = []
 
     async def request(self, request: ModelRequest) -> ModelResponse:
-        self.requests.append(_snapshot(request))
+        if self.record:
+            self.requests.append(_snapshot(request))
         value = self.fn(request)
         if inspect.isawaitable(value):
             value = await value
@@ -179,5 +191,5 @@ class FunctionModel(Model):
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[StreamPart]:
         response = await self.request(request)
-        async for part in _stream_response(response):
+        for part in _stream_parts(response):
             yield part
