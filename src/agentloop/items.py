@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields
 from typing import Any, Literal, TypeAlias
 
 from agentloop.errors import InvalidItem
@@ -141,12 +141,19 @@ Item: TypeAlias = Message | FunctionCall | FunctionCallOutput | Reasoning
 
 
 _ID_PREFIX = {Message: "msg", FunctionCall: "fc", FunctionCallOutput: "fco", Reasoning: "rs"}
+_COPIED_FIELDS = {
+    kind: tuple(f.name for f in fields(kind) if f.init and f.name != "id") for kind in _ID_PREFIX
+}
+"""Per item type, the fields :func:`with_id` copies (what ``dataclasses.replace`` would copy,
+looked up once instead of on every call)."""
 
 
 def with_id(item: Item) -> Item:
     """The item itself if it has an id, else a copy with a fresh one (``msg_``, ``fc_``...)."""
     if item.id is None:
-        return replace(item, id=new_id(_ID_PREFIX[type(item)]))
+        kind = type(item)
+        values = {name: getattr(item, name) for name in _COPIED_FIELDS[kind]}
+        return kind(**values, id=new_id(_ID_PREFIX[kind]))
     return item
 
 

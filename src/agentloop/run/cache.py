@@ -19,9 +19,13 @@ class _Entry:
     expires: float
 
 
+_CANONICAL = json.JSONEncoder(sort_keys=True, default=str)
+"""``json.dumps(..., sort_keys=True, default=str)`` without building an encoder per call."""
+
+
 def cache_key(tool_name: str, arguments: Mapping[str, Any]) -> str:
     """Tool name plus canonical JSON of the arguments (key order does not matter)."""
-    return tool_name + "\x00" + json.dumps(arguments, sort_keys=True, default=str)
+    return tool_name + "\x00" + _CANONICAL.encode(arguments)
 
 
 class ResultCache:

@@ -139,9 +139,11 @@ async def _plan(run: ActiveRun, calls: list[FunctionCall]) -> list[CallPlan]:
     return plans
 
 
-async def _run_batch(run: ActiveRun, batch: Batch) -> AsyncIterator[Event]:
-    async for event in batch.events():
-        yield event
+def _count_error_turn(run: ActiveRun, batch: Batch) -> None:
+    """After a batch has run: count a turn in which every call failed, reset on any success.
+
+    (A plain function called after ``batch.events()`` rather than an async generator wrapping
+    it: one generator layer less for every event of every turn.)"""
     state = run.state
     if batch.all_failed:
         state.consecutive_error_turns += 1
@@ -199,8 +201,9 @@ async def _resume_events(run: ActiveRun, resume: Resume) -> AsyncIterator[Event]
     batch = Batch(run, plans)
     for index, output in batch_outputs.items():
         batch.add_output(index, output)
-    async for event in _run_batch(run, batch):
+    async for event in batch.events():
         yield event
+    _count_error_turn(run, batch)
     for index in sorted(batch_outputs):
         yield ItemAdded(item=batch_outputs[index])
 
@@ -300,8 +303,10 @@ async def _turn(run: ActiveRun) -> AsyncIterator[Event]:
         plans = await _plan(run, ordinary)
         state.pending = [p.pending for p in plans if p.pending is not None]
         state.tool_calls += sum(1 for p in state.pending if p.kind == "client")
-        async for event in _run_batch(run, Batch(run, plans)):
+        batch = Batch(run, plans)
+        async for event in batch.events():
             yield event
+        _count_error_turn(run, batch)
     if special and spec is not None:
         try:
             async for event in attempts.handle_output_calls(run, spec, special):
