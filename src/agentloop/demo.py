@@ -1,7 +1,8 @@
-"""``agentloop demo``: an offline, scripted run that shows the loop's main moves.
+"""``agentloop demo``: offline, scripted runs that show the loop's main moves.
 
-Parallel read-only calls, a cache hit, a write that pauses for approval, the resume after the
-approval (through a JSON round trip of the run state), and the final answer.
+Part 1 (library): parallel read-only calls, a cache hit, a write that pauses for approval, the
+resume after the approval (through a JSON round trip of the run state), and the final answer.
+Part 2 (gateway): the gateway in-process on SQLite, driven by the official openai SDK.
 """
 
 from __future__ import annotations
@@ -112,3 +113,7 @@ async def run_demo(workspace: Path) -> RunResult:
 def main() -> None:
     with tempfile.TemporaryDirectory(prefix="agentloop-demo-") as tmp:
         asyncio.run(run_demo(Path(tmp)))
+    console.print("\n[bold]Part 2: the same loop behind the Open Responses gateway[/]\n")
+    from agentloop.gateway.demo import run_gateway_demo
+
+    run_gateway_demo()
