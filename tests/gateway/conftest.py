@@ -9,6 +9,7 @@ Every exchange of every test is validated against the spec when the test ends.
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 import uuid
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
@@ -69,6 +70,16 @@ def store_url(
         return
     worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
     yield from _pg_database(worker)
+
+
+@pytest.fixture(autouse=True)
+def _verbose_gateway_logs() -> Iterator[None]:
+    """Gateway tests run with every agentloop log record built (a bad ``extra`` would raise)."""
+    logger = logging.getLogger("agentloop")
+    level = logger.level
+    logger.setLevel(logging.DEBUG)
+    yield
+    logger.setLevel(level)
 
 
 @dataclass

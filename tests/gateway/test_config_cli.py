@@ -122,3 +122,26 @@ def test_serve_refuses_a_public_address_without_keys(tmp_path: Path) -> None:
     )
     assert result.exit_code == 1
     assert "refusing to listen on 0.0.0.0" in result.output
+
+
+def test_logs_are_json_lines_with_extra_fields(capsys: pytest.CaptureFixture[str]) -> None:
+    import json
+    import logging
+
+    from agentloop.gateway import logs
+
+    logs.configure("info")
+    try:
+        logging.getLogger("agentloop.audit").info(
+            "tool add allowed/success", extra={"tool": "add", "tenant_id": "t1"}
+        )
+        line = capsys.readouterr().err.strip().splitlines()[-1]
+        record = json.loads(line)
+        assert record["message"] == "tool add allowed/success"
+        assert record["tool"] == "add" and record["tenant_id"] == "t1"
+        assert record["logger"] == "agentloop.audit" and record["level"] == "info"
+    finally:
+        root = logging.getLogger("agentloop")
+        root.handlers.clear()
+        root.propagate = True
+        root.setLevel(logging.NOTSET)

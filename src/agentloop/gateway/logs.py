@@ -28,9 +28,17 @@ class JsonFormatter(logging.Formatter):
         return json.dumps(data, default=str, ensure_ascii=False)
 
 
+class _StderrHandler(logging.StreamHandler):  # type: ignore[type-arg]
+    """Writes to whatever ``sys.stderr`` is at the time of the record."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.stream = sys.stderr
+        super().emit(record)
+
+
 def configure(level: str = "info") -> None:
     """Send ``agentloop.*`` logs to stderr as JSON lines."""
-    handler = logging.StreamHandler(sys.stderr)
+    handler = _StderrHandler()
     handler.setFormatter(JsonFormatter())
     root = logging.getLogger("agentloop")
     root.handlers[:] = [handler]

@@ -173,9 +173,25 @@ class Execution:
             await asyncio.shield(self._finish(result))
         except asyncio.CancelledError:
             await self.finished.wait()
+        except Exception:
+            log.exception("could not finish the response", extra={"response_id": self.id})
+            self._fail_safe()
         finally:
             if self.queue is not None:
                 self.queue.put_nowait(None)
+
+    def _fail_safe(self) -> None:
+        """End the stream with ``failed`` when finishing normally went wrong (a bug)."""
+        if self.finished.is_set():
+            return
+        error = {"code": "server_error", "message": "The gateway failed to finish the response."}
+        final = snapshot(
+            self.meta.base, status="failed", output=[], error=error, completed_at=int(time.time())
+        )
+        self.mapper.terminal(final)
+        self.final = final
+        self._push()
+        self.finished.set()
 
     async def _finish(self, result: RunResult | None) -> None:
         try:
@@ -207,7 +223,14 @@ class Execution:
                     "response_id": self.id,
                     "tenant_id": self.principal.tenant_id,
                     "key_id": self.principal.key_id,
-                    **record,
+                    "call_id": record["call_id"],
+                    "tool": record["tool"],
+                    "arguments": record["arguments"],
+                    "decision": record["decision"],
+                    "outcome": record["outcome"],
+                    "duration_s": round(record["duration"], 6),
+                    "cached": record["cached"],
+                    "detail": record["message"],
                 },
             )
         if self.record is not None:
