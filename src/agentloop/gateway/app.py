@@ -209,3 +209,14 @@ def create_app(
     app.include_router(routes)
     app.add_middleware(GatewayMiddleware, max_body_bytes=cfg.server.max_body_bytes)
     return app
+
+
+def app_from_env() -> FastAPI:
+    """An app configured from ``agentloop.toml`` / ``AGENTLOOP_*`` (for ``uvicorn --factory``,
+    e.g. several workers on PostgreSQL)."""
+    from agentloop.gateway.config import load_config
+    from agentloop.gateway.logs import configure
+
+    config = load_config()
+    configure(config.server.log_level)
+    return create_app(config)
