@@ -39,6 +39,20 @@ class Principal:
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
+class Deferred:
+    """A stored response that nobody can see while it runs (not streamed, not in the
+    background): it is written once, when it ends."""
+
+    tenant_id: str
+    key_id: str | None
+    model: str
+    created_at: int
+    background: bool
+    previous: ResponseRecord | None
+    input_items: list[dict[str, Any]]
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
 class Outcome:
     status: str
     incomplete_reason: str | None = None
@@ -89,6 +103,7 @@ class Execution:
         ids: TurnIds,
         conversation: list[Item],
         record: ResponseRecord | None,
+        deferred: Deferred | None = None,
         store: Store,
         streaming: bool,
         background: bool,
@@ -101,6 +116,7 @@ class Execution:
         self.agent = agent
         self.conversation = conversation
         self.record = record
+        self.deferred = deferred
         self.store = store
         self.background = background
         self.client_tools_status = client_tools_status
@@ -233,21 +249,9 @@ class Execution:
                     "detail": record["message"],
                 },
             )
-        if self.record is not None:
+        if self.stored:
             try:
-                stored = await self.store.finish_response(
-                    self.record,
-                    status=outcome.status,
-                    completed_at=final["completed_at"],
-                    resource=without_output(final),
-                    output_items=[item_to_dict(i) for i in output_items],
-                    audit=audit,
-                )
-                if not stored:
-                    final = {**final, "status": "cancelled"}
-                elif self.on_stored is not None:
-                    history = drop_unanswerable([*self.conversation, *output_items])
-                    self.on_stored(self.id, history)
+                final = await self._store(final, outcome.status, output_items, audit)
             except Exception:
                 log.exception("could not store the response", extra={"response_id": self.id})
         self.mapper.terminal(final)
@@ -266,6 +270,48 @@ class Execution:
                 "tool_calls": result.tool_calls if result else 0,
             },
         )
+
+    @property
+    def stored(self) -> bool:
+        """Whether this response is (or will be) stored."""
+        return self.record is not None or self.deferred is not None
+
+    async def _store(
+        self, final: dict[str, Any], status: str, output: list[Item], audit: list[dict[str, Any]]
+    ) -> dict[str, Any]:
+        outputs = [item_to_dict(i) for i in output]
+        if self.record is not None:
+            stored = await self.store.finish_response(
+                self.record,
+                status=status,
+                completed_at=final["completed_at"],
+                resource=without_output(final),
+                output_items=outputs,
+                audit=audit,
+            )
+            if not stored:  # cancelled by another worker meanwhile
+                return {**final, "status": "cancelled"}
+        else:
+            d = self.deferred
+            assert d is not None
+            await self.store.store_response(
+                response_id=self.id,
+                tenant_id=d.tenant_id,
+                key_id=d.key_id,
+                model=d.model,
+                created_at=d.created_at,
+                background=d.background,
+                previous=d.previous,
+                status=status,
+                completed_at=final["completed_at"],
+                resource=without_output(final),
+                input_items=d.input_items,
+                output_items=outputs,
+                audit=audit,
+            )
+        if self.on_stored is not None:
+            self.on_stored(self.id, drop_unanswerable([*self.conversation, *output]))
+        return final
 
     async def frames(self) -> AsyncIterator[bytes]:
         """SSE frames until the terminal event, then ``[DONE]``. If the consumer goes away

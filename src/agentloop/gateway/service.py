@@ -17,7 +17,7 @@ from agentloop.gateway.config import GatewayConfig
 from agentloop.gateway.ids import StampingModel, TurnIds
 from agentloop.gateway.resource import ResponseMeta, snapshot, wire_stored, without_output
 from agentloop.gateway.routing import ModelRouter
-from agentloop.gateway.runner import Execution, Principal, Registry
+from agentloop.gateway.runner import Deferred, Execution, Principal, Registry
 from agentloop.gateway.streaming import drop_unanswerable
 from agentloop.gateway.tooling import request_tools
 from agentloop.gateway.wire import (
@@ -305,8 +305,10 @@ class Gateway:
             body=body,
             tools=[t.schema for t in tools],
         )
-        record = None
-        if body.store:
+        record, deferred = None, None
+        inputs = [item_to_dict(i) for i in new_items]
+        if body.store and (body.stream or body.background):
+            # its id is visible while it runs (stream, background): stored now, finished later
             record = await self.store.create_response(
                 response_id=meta.id,
                 tenant_id=principal.tenant_id,
@@ -316,8 +318,18 @@ class Gateway:
                 background=body.background,
                 status="in_progress",
                 resource=without_output(snapshot(meta.base, status="in_progress", output=[])),
-                input_items=[item_to_dict(i) for i in new_items],
+                input_items=inputs,
                 previous=previous,
+            )
+        elif body.store:
+            deferred = Deferred(
+                tenant_id=principal.tenant_id,
+                key_id=principal.key_id,
+                model=model_name,
+                created_at=created_at,
+                background=False,
+                previous=previous,
+                input_items=inputs,
             )
         execution = Execution(
             principal=principal,
@@ -326,6 +338,7 @@ class Gateway:
             ids=ids,
             conversation=[*history, *new_items],
             record=record,
+            deferred=deferred,
             store=self.store,
             streaming=body.stream,
             background=body.background,
@@ -338,7 +351,7 @@ class Gateway:
 
     async def retrieve(self, principal: Principal, response_id: str) -> dict[str, Any]:
         running = self.registry.get(response_id, principal.tenant_id)
-        if running is not None and running.record is not None:
+        if running is not None and running.stored:
             return running.live()
         try:
             record, output = await self.store.get_response(principal.tenant_id, response_id)

@@ -194,6 +194,29 @@ def _claim(
     return conv_id, base
 
 
+def _audit_rows(
+    tenant_id: str, key_id: str | None, response_id: str, audit: Sequence[Mapping[str, Any]]
+) -> list[dict[str, Any]]:
+    now = _now()
+    return [
+        {
+            "tenant_id": tenant_id,
+            "key_id": key_id,
+            "response_id": response_id,
+            "call_id": a["call_id"],
+            "tool": a["tool"],
+            "arguments": _dumps(a["arguments"]),
+            "decision": a["decision"],
+            "outcome": a["outcome"],
+            "duration": float(a.get("duration", 0.0)),
+            "cached": bool(a.get("cached", False)),
+            "message": a.get("message"),
+            "created_at": now,
+        }
+        for a in audit
+    ]
+
+
 def _key_query() -> Any:
     k, ten = t.api_keys, t.tenants
     return select(
@@ -383,6 +406,54 @@ class Store:
         values = await self.db.run(go, write=True)
         return ResponseRecord(**{**values, "resource": dict(resource)})
 
+    async def store_response(
+        self,
+        *,
+        response_id: str,
+        tenant_id: str,
+        key_id: str | None,
+        model: str,
+        created_at: int,
+        background: bool,
+        previous: ResponseRecord | None,
+        status: str,
+        completed_at: int | None,
+        resource: Mapping[str, Any],
+        input_items: Sequence[Mapping[str, Any]],
+        output_items: Sequence[Mapping[str, Any]],
+        audit: Sequence[Mapping[str, Any]] = (),
+    ) -> None:
+        """Store a finished response in one transaction (for responses nobody could see while
+        they ran: neither streamed nor in the background)."""
+        n = len(input_items)
+        audit_rows = _audit_rows(tenant_id, key_id, response_id, audit)
+
+        def go(conn: Connection) -> None:
+            conv_id, base = _claim(conn, tenant_id, response_id, previous)
+            conn.execute(
+                insert(t.responses).values(
+                    id=response_id,
+                    tenant_id=tenant_id,
+                    conversation_id=conv_id,
+                    seq_start=base,
+                    input_end=base + n,
+                    seq_end=base + n + len(output_items),
+                    previous_response_id=previous.id if previous else None,
+                    status=status,
+                    model=model,
+                    created_at=created_at,
+                    completed_at=completed_at,
+                    background=background,
+                    key_id=key_id,
+                    resource=_dumps(resource),
+                )
+            )
+            _insert_items(conn, conv_id, base, response_id, [*input_items, *output_items])
+            if audit_rows:
+                conn.execute(insert(t.tool_audit), audit_rows)
+
+        await self.db.run(go, write=True)
+
     async def finish_response(
         self,
         record: ResponseRecord,
@@ -398,24 +469,7 @@ class Store:
         False (and nothing written) when it was no longer running (cancelled elsewhere)."""
         r = t.responses
         end = record.input_end + len(output_items)
-        now = _now()
-        audit_rows = [
-            {
-                "tenant_id": record.tenant_id,
-                "key_id": record.key_id,
-                "response_id": record.id,
-                "call_id": a["call_id"],
-                "tool": a["tool"],
-                "arguments": _dumps(a["arguments"]),
-                "decision": a["decision"],
-                "outcome": a["outcome"],
-                "duration": float(a.get("duration", 0.0)),
-                "cached": bool(a.get("cached", False)),
-                "message": a.get("message"),
-                "created_at": now,
-            }
-            for a in audit
-        ]
+        audit_rows = _audit_rows(record.tenant_id, record.key_id, record.id, audit)
 
         def go(conn: Connection) -> bool:
             done = conn.execute(
