@@ -220,19 +220,22 @@ def plot(results: dict[str, Any], path: Path, title: str) -> None:
         ("create_store_true", "create\nstore=true"),
         ("stream_first_event", "stream:\nfirst event"),
         ("stream_complete", "stream:\ncomplete"),
-        ("concurrent_32", f"create, {CONCURRENCY}\nconcurrent"),
     ]
-    fig, ax = plt.subplots(figsize=(10, 4.8))
+    fig, (left, right) = plt.subplots(1, 2, figsize=(12, 4.8), gridspec_kw={"width_ratios": [3, 1]})
     xs = range(len(names))
     p50 = [results[k]["p50_ms"] for k, _ in names]
     p99 = [results[k]["p99_ms"] for k, _ in names]
-    ax.bar([x - 0.2 for x in xs], p50, width=0.4, label="p50")
-    ax.bar([x + 0.2 for x in xs], p99, width=0.4, label="p99")
-    ax.set_xticks(list(xs), [label for _, label in names])
-    ax.set_ylabel("milliseconds per request")
-    rps = results["concurrent_32"]["requests_per_s"]
-    ax.set_title(f"{title}\nthroughput at {CONCURRENCY} concurrent clients: {rps} requests/s")
-    ax.legend()
+    left.bar([x - 0.2 for x in xs], p50, width=0.4, label="p50")
+    left.bar([x + 0.2 for x in xs], p99, width=0.4, label="p99")
+    left.set_xticks(list(xs), [label for _, label in names])
+    left.set_ylabel("milliseconds per request (sequential)")
+    left.set_title("latency, one client")
+    left.legend()
+    conc = results["concurrent_32"]
+    right.bar(["p50", "p99"], [conc["p50_ms"], conc["p99_ms"]], color=["C0", "C1"])
+    right.set_ylabel("milliseconds per request")
+    right.set_title(f"{CONCURRENCY} concurrent clients:\n{conc['requests_per_s']} requests/s")
+    fig.suptitle(title)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
 
