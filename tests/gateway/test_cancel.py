@@ -116,3 +116,22 @@ async def test_shutdown_cancels_and_stores_running_responses(
         stored = await gw.client.responses.retrieve(created.id)
         assert stored.status == "cancelled"
         assert len(stored.output) == 3
+
+
+async def test_too_many_running_responses_for_a_tenant_is_429(
+    make_gateway: GatewayFactory,
+) -> None:
+    gate = GateModel()
+    async with make_gateway(models={"gate": gate}, max_concurrent_per_tenant=1) as gw:
+        running = await gw.client.responses.create(
+            model="gate",
+            input="go",
+            tools=[DEMO],
+            background=True,  # type: ignore[list-item]
+        )
+        await gate.reached.wait()
+        with pytest.raises(openai.RateLimitError):
+            await gw.client.responses.create(model="scripted", input="one more")
+        await gw.client.responses.cancel(running.id)
+        after = await gw.client.responses.create(model="scripted", input="now there is room")
+        assert after.status == "completed"

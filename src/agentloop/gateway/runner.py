@@ -335,24 +335,19 @@ class Registry:
 
     def __init__(self) -> None:
         self._running: dict[str, Execution] = {}
-        self._per_tenant: dict[str, int] = {}
 
     def count(self, tenant_id: str) -> int:
-        return self._per_tenant.get(tenant_id, 0)
+        """Responses of this tenant that have not finished yet."""
+        return sum(
+            1
+            for e in self._running.values()
+            if e.principal.tenant_id == tenant_id and not e.finished.is_set()
+        )
 
     def add(self, execution: Execution) -> None:
         self._running[execution.id] = execution
-        tenant = execution.principal.tenant_id
-        self._per_tenant[tenant] = self._per_tenant.get(tenant, 0) + 1
         assert execution.task is not None
-        execution.task.add_done_callback(lambda _t: self._remove(execution))
-
-    def _remove(self, execution: Execution) -> None:
-        if self._running.pop(execution.id, None) is not None:
-            tenant = execution.principal.tenant_id
-            self._per_tenant[tenant] -= 1
-            if not self._per_tenant[tenant]:
-                del self._per_tenant[tenant]
+        execution.task.add_done_callback(lambda _t: self._running.pop(execution.id, None))
 
     def ids(self) -> list[str]:
         """Ids of the responses running now."""
