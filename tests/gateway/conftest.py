@@ -2,7 +2,8 @@
 
 Every test using ``gw`` runs on both stores. PostgreSQL (127.0.0.1:5432, database ``test``, or
 ``AGENTLOOP_TEST_PG``) gets a fresh database per test session and xdist worker; when it is
-unreachable the PostgreSQL tests skip, except under CI (``CI=true``) where they fail.
+unreachable the PostgreSQL tests skip, except under CI (``CI=true``) where they fail. Users
+``postgres`` then ``root`` are tried.
 Every exchange of every test is validated against the spec when the test ends.
 """
 
@@ -30,15 +31,21 @@ from agentloop.models.base import Model
 from agentloop.store import Store
 from agentloop.tools.tool import Tool
 
-PG_ADMIN = os.environ.get("AGENTLOOP_TEST_PG", "postgresql://postgres@127.0.0.1:5432/test")
+PG_CANDIDATES = (
+    [os.environ["AGENTLOOP_TEST_PG"]]
+    if os.environ.get("AGENTLOOP_TEST_PG")
+    else [
+        "postgresql://postgres@127.0.0.1:5432/test",
+        "postgresql://root@127.0.0.1:5432/test",
+    ]
+)
 DEMO_TOOLSET = "agentloop.gateway.demo_tools:TOOLS"
 
 
-async def _pg_admin(sql: str) -> None:
+async def _pg_admin(dsn: str, sql: str) -> None:
     import asyncpg
 
-    dsn = PG_ADMIN.replace("postgresql+asyncpg://", "postgresql://")
-    conn = await asyncpg.connect(dsn, timeout=3)
+    conn = await asyncpg.connect(dsn.replace("postgresql+asyncpg://", "postgresql://"), timeout=3)
     try:
         await conn.execute(sql)
     finally:
@@ -46,19 +53,25 @@ async def _pg_admin(sql: str) -> None:
 
 
 def _pg_database(worker: str) -> Iterator[str]:
+    """A fresh database for this session and xdist worker, dropped at the end."""
     name = f"agentloop_gw_{worker}_{uuid.uuid4().hex[:8]}"
-    try:
-        asyncio.run(_pg_admin(f'CREATE DATABASE "{name}"'))
-    except Exception as exc:
-        reason = f"PostgreSQL is not reachable at {PG_ADMIN}: {type(exc).__name__}: {exc}"
+    problems = []
+    for admin in PG_CANDIDATES:
+        try:
+            asyncio.run(_pg_admin(admin, f'CREATE DATABASE "{name}"'))
+            break
+        except Exception as exc:
+            problems.append(f"{admin}: {type(exc).__name__}: {exc}")
+    else:
+        reason = "PostgreSQL is not reachable (" + "; ".join(problems) + ")"
         if os.environ.get("CI", "").lower() == "true":
             pytest.fail(reason + " (CI=true: the PostgreSQL tests must run)")
         pytest.skip(reason)
-    base, _, _ = PG_ADMIN.rpartition("/")
+    base, _, _ = admin.rpartition("/")
     try:
         yield f"{base}/{name}"
     finally:
-        asyncio.run(_pg_admin(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+        asyncio.run(_pg_admin(admin, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
 
 
 @pytest.fixture(scope="session", params=["sqlite", "postgresql"])
