@@ -16,7 +16,8 @@ Measured:
   they see.
 
 Run: ``.venv/bin/python bench/gateway.py [--requests 300] [--store URL]``. Writes
-``bench/results/gateway.json`` and ``bench/results/gateway.png``.
+``bench/results/gateway.json`` and ``bench/results/gateway.png`` (``gateway_postgresql.*`` with
+a PostgreSQL store).
 """
 
 from __future__ import annotations
@@ -261,8 +262,9 @@ def main() -> None:
         "results": results,
     }
     RESULTS.mkdir(exist_ok=True)
-    (RESULTS / "gateway.json").write_text(json.dumps(out, indent=2) + "\n")
-    plot(results, RESULTS / "gateway.png", f"agentloop gateway, zero-latency upstream ({kind})")
+    stem = "gateway" if kind == "sqlite" else f"gateway_{kind}"
+    (RESULTS / f"{stem}.json").write_text(json.dumps(out, indent=2) + "\n")
+    plot(results, RESULTS / f"{stem}.png", f"agentloop gateway, zero-latency upstream ({kind})")
     print(json.dumps(out, indent=2))
 
 
