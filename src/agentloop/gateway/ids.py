@@ -9,9 +9,8 @@ conversation agree. It can also add the request's structured-output schema.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator
 from dataclasses import replace
-from typing import Any
 
 from agentloop.items import FunctionCall, Item, Message, Reasoning, new_id
 from agentloop.models.base import Model, ModelRequest, ModelResponse, ResponseDone, StreamPart
@@ -71,29 +70,21 @@ class TurnIds:
 
 
 class StampingModel(Model):
-    """Wraps a model: stamps announced ids on its items; adds ``output_schema`` if given."""
+    """Wraps a model: stamps the ids already announced on the stream onto its items."""
 
-    def __init__(
-        self, inner: Model, ids: TurnIds, *, output_schema: Mapping[str, Any] | None = None
-    ) -> None:
+    def __init__(self, inner: Model, ids: TurnIds) -> None:
         self.inner = inner
         self.ids = ids
         self.name = inner.name
-        self.output_schema = output_schema
-
-    def _request(self, request: ModelRequest) -> ModelRequest:
-        if self.output_schema is None:
-            return request
-        return replace(request, output_schema=self.output_schema)
 
     async def request(self, request: ModelRequest) -> ModelResponse:
         self.ids.reset()
-        response = await self.inner.request(self._request(request))
+        response = await self.inner.request(request)
         return replace(response, items=self.ids.stamp(response.items))
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[StreamPart]:
         self.ids.reset()
-        stream = self.inner.stream(self._request(request))
+        stream = self.inner.stream(request)
         try:
             async for part in stream:
                 if isinstance(part, ResponseDone):

@@ -6,7 +6,6 @@ choice, history, pending tool outputs, limits) so a bad request is a 4xx with no
 
 from __future__ import annotations
 
-import inspect
 import time
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
@@ -38,14 +37,13 @@ from agentloop.items import (
     with_id,
 )
 from agentloop.models.base import ModelSettings
+from agentloop.models.truncation import TruncatingModel
 from agentloop.run.agent import Agent
 from agentloop.run.limits import Limits
 from agentloop.run.policy import Policy
 from agentloop.store import NotFound, ResponseRecord, Store, StoreConflict
 from agentloop.store.repository import RUNNING
 from agentloop.tools.tool import Tool
-
-_AGENT_TAKES_OUTPUT_TYPE = "output_type" in inspect.signature(Agent.__init__).parameters
 
 
 def _input_items(body: CreateResponseBody) -> list[Item]:
@@ -272,10 +270,9 @@ class Gateway:
         fmt = body.text.format if body.text is not None else None
         if fmt is not None and fmt.type == "json_schema":
             schema = fmt.schema_
-        kwargs: dict[str, Any] = {}
-        if schema is not None and _AGENT_TAKES_OUTPUT_TYPE:
-            kwargs["output_type"] = schema
-        wrapped = StampingModel(model, ids, output_schema=schema)
+        if body.truncation == "auto":
+            model = TruncatingModel(model)
+        wrapped = StampingModel(model, ids)
         try:
             agent = Agent(
                 wrapped,
@@ -293,7 +290,7 @@ class Gateway:
                 tool_choice=tool_choice,
                 settings=_settings(body),
                 workspace=cfg.workspace,
-                **kwargs,
+                output_type=schema,
             )
         except ConfigError as exc:
             raise ApiError(400, str(exc), code="invalid_value") from None
