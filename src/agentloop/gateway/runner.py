@@ -354,8 +354,15 @@ class Registry:
         return list(self._running)
 
     def get(self, response_id: str, tenant_id: str) -> Execution | None:
+        """The tenant's execution while it runs. A finished one is the store's business (it was
+        stored before it finished), even if its task has not been reaped yet: otherwise a
+        response deleted right after it finished could still be served from memory."""
         execution = self._running.get(response_id)
-        if execution is None or execution.principal.tenant_id != tenant_id:
+        if (
+            execution is None
+            or execution.principal.tenant_id != tenant_id
+            or execution.finished.is_set()
+        ):
             return None
         return execution
 
