@@ -10,8 +10,6 @@ import pytest
 from tests.gateway.conftest import Gateway, GatewayFactory
 from tests.gateway.wirecheck import parse_sse
 
-from agentloop.gateway.service import _AGENT_TAKES_OUTPUT_TYPE
-
 pytestmark = pytest.mark.anyio
 
 DEMO = {"type": "agentloop:toolset", "name": "demo"}
@@ -243,7 +241,6 @@ async def test_sampling_options_are_echoed(gw: Gateway) -> None:
     assert r.reasoning is not None and r.reasoning.effort == "low"
 
 
-@pytest.mark.skipif(not _AGENT_TAKES_OUTPUT_TYPE, reason="structured output is not in Agent")
 async def test_json_schema_output_through_the_output_machinery(gw: Gateway) -> None:
     schema = {
         "type": "object",
