@@ -272,14 +272,25 @@ def prepare_langgraph(n: int) -> Runner:
     return run
 
 
-FRAMEWORKS: dict[str, tuple[str, Prepare]] = {
-    # name: (distribution whose version is reported, prepare)
-    "agentloop": ("agentloop", prepare_agentloop),
-    "agentloop[record]": ("agentloop", prepare_agentloop_recording),
-    "openai-agents": ("openai-agents", prepare_openai_agents),
-    "pydantic-ai": ("pydantic-ai-slim", prepare_pydantic_ai),
-    "langgraph": ("langgraph", prepare_langgraph),
+FRAMEWORKS: dict[str, Prepare] = {
+    "agentloop": prepare_agentloop,
+    "agentloop[record]": prepare_agentloop_recording,
+    "openai-agents": prepare_openai_agents,
+    "pydantic-ai": prepare_pydantic_ai,
+    "langgraph": prepare_langgraph,
 }
+
+
+DISTRIBUTIONS = (
+    "agentloop",
+    "openai-agents",
+    "openai",
+    "pydantic-ai-slim",
+    "pydantic",
+    "langgraph",
+    "langchain-core",
+)
+"""Versions recorded in the JSON."""
 
 
 # --- measurement ------------------------------------------------------------------------------
@@ -313,7 +324,7 @@ def available(names: list[str]) -> dict[str, Prepare]:
     """The frameworks that import and complete a short run; the others are skipped with a note."""
     out: dict[str, Prepare] = {}
     for name in names:
-        prepare = FRAMEWORKS[name][1]
+        prepare = FRAMEWORKS[name]
         try:
             asyncio.run(prepare(3)())
         except ImportError as exc:
@@ -422,7 +433,7 @@ def to_json(
         "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         "machine": machine_info(),
         "settings": {"ns": list(ns), "repetitions": reps, "warmup_rounds": warmup},
-        "versions": {name: _version(FRAMEWORKS[name][0]) for name in FRAMEWORKS},
+        "versions": {dist: _version(dist) for dist in DISTRIBUTIONS},
         "results": {
             name: {
                 str(n): {
