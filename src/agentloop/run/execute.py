@@ -235,15 +235,17 @@ async def execute(run: ActiveRun, plan: CallPlan) -> CallResult:
     if refusal:
         plan.decision = "refused"
         return _result(plan, refusal, is_error=True, outcome="not_run", started=started)
-    ctx = ToolContext(
-        workspace=run.workspace,
-        run_id=run.state.run_id,
-        call_id=plan.call.call_id,
-        tool_name=tool.name,
-        policy=run.policy,
-        deps=run.deps,
-        _on_change=run.record_change,
-    )
+    ctx = None
+    if tool.context_param is not None:  # built only for tools that ask for it
+        ctx = ToolContext(
+            workspace=run.workspace,
+            run_id=run.state.run_id,
+            call_id=plan.call.call_id,
+            tool_name=tool.name,
+            policy=run.policy,
+            deps=run.deps,
+            _on_change=run.record_change,
+        )
     timeout = tool.timeout if tool.timeout is not None else run.limits.tool_timeout
     remaining = run.remaining()
     budget_cut = remaining is not None and (timeout is None or remaining < timeout)

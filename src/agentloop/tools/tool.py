@@ -108,12 +108,15 @@ class Tool:
             return dict(arguments)
         return validate_arguments(self.args_model, arguments)
 
-    async def invoke(self, kwargs: dict[str, Any], ctx: ToolContext) -> Any:
-        """Run the function with validated ``kwargs``; sync functions run in a worker thread."""
+    async def invoke(self, kwargs: dict[str, Any], ctx: ToolContext | None) -> Any:
+        """Run the function with validated ``kwargs``; sync functions run in a worker thread.
+        ``ctx`` is required when the function takes a :class:`ToolContext`."""
         fn = self.fn
         if fn is None:
             raise TypeError(f"tool {self.name!r} is executed by the client")
         if self.context_param is not None:
+            if ctx is None:
+                raise TypeError(f"tool {self.name!r} needs a ToolContext")
             kwargs = {**kwargs, self.context_param: ctx}
         if self.is_async:
             return await fn(**kwargs)
