@@ -70,6 +70,12 @@ class ServerConfig(BaseModel):
     max_turns: int = Field(default=20, gt=0)
     max_concurrent_per_tenant: int = Field(default=64, gt=0)
     tool_timeout: float = Field(default=300.0, gt=0)
+    cancel_wait: float = Field(default=5.0, ge=0)
+    """Seconds a cancel waits for the worker running the response (another process) to stop it
+    and store what it did; after that the response is marked cancelled as it is stored."""
+    cancel_poll_interval: float = Field(default=0.5, gt=0)
+    """How often a worker checks the store for cancels of its responses asked elsewhere (only
+    while it runs streamed or background responses), and a cancel checks for the end."""
     log_level: str = "info"
     workspace: str | None = None
     """Working directory for server-side tools (default: the current directory)."""

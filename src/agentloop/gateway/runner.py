@@ -8,6 +8,7 @@ sent, so a client may continue from it the moment it sees ``response.completed``
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import time
@@ -331,10 +332,19 @@ class Execution:
 
 
 class Registry:
-    """Responses running in this process."""
+    """Responses running in this process.
 
-    def __init__(self) -> None:
+    While it runs responses whose id is visible (streamed or background, stored as
+    ``in_progress``: the only ones another worker can be asked to cancel), a watcher checks the
+    store every ``poll_interval`` seconds, with one query for all of them, for cancels asked
+    elsewhere, and cancels those runs through the normal path.
+    """
+
+    def __init__(self, store: Store | None = None, *, poll_interval: float = 0.5) -> None:
         self._running: dict[str, Execution] = {}
+        self.store = store
+        self.poll_interval = poll_interval
+        self._watcher: asyncio.Task[None] | None = None
 
     def count(self, tenant_id: str) -> int:
         """Responses of this tenant that have not finished yet."""
@@ -348,6 +358,31 @@ class Registry:
         self._running[execution.id] = execution
         assert execution.task is not None
         execution.task.add_done_callback(lambda _t: self._running.pop(execution.id, None))
+        watching = self._watcher is not None and not self._watcher.done()
+        if self.store is not None and execution.record is not None and not watching:
+            self._watcher = asyncio.create_task(self._watch(), name="cancel watcher")
+
+    def _watched(self) -> list[Execution]:
+        return [
+            e for e in self._running.values() if e.record is not None and not e.finished.is_set()
+        ]
+
+    async def _watch(self) -> None:
+        """Cancel the runs another worker was asked to cancel; ends when none is left."""
+        assert self.store is not None
+        while self._watched():
+            await asyncio.sleep(self.poll_interval)
+            watched = {e.id: e for e in self._watched()}
+            if not watched:
+                break
+            try:
+                asked = await self.store.cancel_requests(list(watched))
+            except Exception:
+                log.exception("could not check for cancel requests")
+                continue
+            for response_id in asked:
+                log.info("cancel asked by another worker", extra={"response_id": response_id})
+                watched[response_id].cancel()
 
     def ids(self) -> list[str]:
         """Ids of the responses running now."""
@@ -368,6 +403,11 @@ class Registry:
 
     async def shutdown(self) -> None:
         """Cancel everything still running and wait for it to be stored."""
+        if self._watcher is not None:
+            self._watcher.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._watcher
+            self._watcher = None
         running = list(self._running.values())
         for execution in running:
             execution.cancel()

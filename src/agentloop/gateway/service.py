@@ -6,6 +6,7 @@ choice, history, pending tool outputs, limits) so a bad request is a 4xx with no
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
@@ -190,7 +191,7 @@ class Gateway:
         self.store = store
         self.router = router
         self.toolsets = toolsets
-        self.registry = Registry()
+        self.registry = Registry(store, poll_interval=config.server.cancel_poll_interval)
         self.history = HistoryCache()
 
     async def _history(
@@ -365,19 +366,24 @@ class Gateway:
         status = current["status"]
         if status == "cancelled":
             return current
-        if status in RUNNING:  # started by a worker that is gone or elsewhere
+        if status in RUNNING:  # started by another worker, or by one that is gone
+            finished = await self._cancel_elsewhere(principal, response_id)
+            if finished is not None:
+                return finished
             ended = {
                 **current,
                 "status": "cancelled",
                 "completed_at": int(time.time()),
                 "incomplete_details": {"reason": "cancelled"},
             }
-            await self.store.mark_ended(
+            marked = await self.store.mark_ended(
                 principal.tenant_id,
                 response_id,
                 status="cancelled",
                 resource=without_output(ended),
             )
+            if not marked:  # it ended meanwhile
+                return await self.retrieve(principal, response_id)
             return ended
         raise ApiError(
             409,
@@ -385,6 +391,27 @@ class Gateway:
             "responses in progress can be cancelled.",
             code="response_not_cancellable",
         )
+
+    async def _cancel_elsewhere(
+        self, principal: Principal, response_id: str
+    ) -> dict[str, Any] | None:
+        """Ask the worker running the response to cancel it, and wait (``cancel_wait``
+        seconds at most) for it to store what it did. None if it did not end in time (its
+        worker is gone)."""
+        cfg = self.config.server
+        if not await self.store.request_cancel(principal.tenant_id, response_id):
+            return None
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + cfg.cancel_wait
+        while loop.time() < deadline:
+            await asyncio.sleep(min(cfg.cancel_poll_interval, max(deadline - loop.time(), 0)))
+            try:
+                record = await self.store.get_record(principal.tenant_id, response_id)
+            except NotFound:
+                raise not_found("response", response_id) from None
+            if record.status not in RUNNING:
+                return await self.retrieve(principal, response_id)
+        return None
 
     async def delete(self, principal: Principal, response_id: str) -> dict[str, Any]:
         self.history.evict(response_id)

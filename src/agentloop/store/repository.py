@@ -507,6 +507,39 @@ class Store:
 
         return await self.db.run(go, write=True)
 
+    async def request_cancel(self, tenant_id: str, response_id: str) -> bool:
+        """Ask whichever worker runs this response to cancel it (it polls for the flag).
+        False when it is not running (any more)."""
+        r = t.responses
+
+        def go(conn: Connection) -> bool:
+            done = conn.execute(
+                update(r)
+                .where(r.c.id == response_id, r.c.tenant_id == tenant_id, r.c.status.in_(RUNNING))
+                .values(cancel_requested=True)
+            )
+            return _rowcount(done) > 0
+
+        return await self.db.run(go, write=True)
+
+    async def cancel_requests(self, response_ids: Sequence[str]) -> set[str]:
+        """Which of these running responses (ids this worker runs, so no tenant scope is
+        needed) another worker asked to cancel: one query."""
+        if not response_ids:
+            return set()
+        r = t.responses
+        ids = list(response_ids)
+
+        def go(conn: Connection) -> set[str]:
+            rows = conn.execute(
+                select(r.c.id).where(
+                    r.c.id.in_(ids), r.c.cancel_requested.is_(True), r.c.status.in_(RUNNING)
+                )
+            )
+            return {str(row[0]) for row in rows}
+
+        return await self.db.run(go)
+
     async def delete_response(self, tenant_id: str, response_id: str) -> None:
         """Delete a finished response. Its items go too unless later responses build on them."""
         r, c, i = t.responses, t.conversations, t.items

@@ -20,6 +20,7 @@ from sqlalchemy import (
     String,
     Table,
     Text,
+    false,
 )
 
 metadata = MetaData()
@@ -70,6 +71,7 @@ responses = Table(
     Column("background", Boolean, nullable=False),
     Column("key_id", String(64), nullable=True),
     Column("resource", Text, nullable=False),
+    Column("cancel_requested", Boolean, nullable=False, server_default=false()),
     Index("ix_agentloop_responses_tenant", "tenant_id", "created_at"),
 )
 
