@@ -124,14 +124,21 @@ class ResponseMeta:
         return cls(id=response_id, created_at=created_at, base=base)
 
 
-def wire_item(item: Item) -> dict[str, Any]:
-    return item_to_dict(item, wire=True)
+ENCRYPTED_REASONING = "reasoning.encrypted_content"
 
 
-def wire_stored(data: dict[str, Any]) -> dict[str, Any]:
+def wire_item(item: Item, *, encrypted: bool = False) -> dict[str, Any]:
+    """An item as it goes on the wire. Encrypted reasoning is shown only when the request
+    asked for it (``include: ["reasoning.encrypted_content"]``); it is always kept in the store,
+    so that continuing the conversation passes it back to the provider."""
+    return wire_stored(item_to_dict(item, wire=True), encrypted=encrypted)
+
+
+def wire_stored(data: dict[str, Any], *, encrypted: bool = False) -> dict[str, Any]:
     """A stored item (lossless form) as it goes on the wire."""
-    if "is_error" in data:
-        data = {k: v for k, v in data.items() if k != "is_error"}
+    hide = {"is_error"} if encrypted else {"is_error", "encrypted_content"}
+    if hide & data.keys():
+        data = {k: v for k, v in data.items() if k not in hide}
     return data
 
 

@@ -11,7 +11,7 @@ from fastapi.responses import JSONResponse, Response, StreamingResponse
 from starlette.types import Receive, Scope, Send
 
 from agentloop.gateway.runner import Principal
-from agentloop.gateway.service import Gateway
+from agentloop.gateway.service import Gateway, check_include
 from agentloop.gateway.wire import ApiError, parse_create
 
 router = APIRouter()
@@ -74,7 +74,10 @@ async def create_response(request: Request) -> Response:
 @router.get("/v1/responses/{response_id}")
 async def retrieve_response(request: Request, response_id: str) -> dict[str, Any]:
     principal = await _principal(request)
-    return await _gateway(request).retrieve(principal, response_id)
+    query = request.query_params
+    include = [*query.getlist("include"), *query.getlist("include[]")]
+    check_include(include)
+    return await _gateway(request).retrieve(principal, response_id, include=include)
 
 
 @router.delete("/v1/responses/{response_id}")

@@ -110,8 +110,10 @@ class Execution:
         background: bool,
         client_tools_status: str,
         on_stored: Callable[[str, list[Item]], None] | None = None,
+        encrypted: bool = False,
     ) -> None:
         self.principal = principal
+        self.encrypted = encrypted
         self.on_stored = on_stored
         self.meta = meta
         self.agent = agent
@@ -128,7 +130,7 @@ class Execution:
             for schema in (getattr(spec, "tool", None), getattr(spec, "submit", None))
             if schema is not None
         )
-        self.mapper = EventMapper(ids, emit=streaming, hidden=hidden)
+        self.mapper = EventMapper(ids, emit=streaming, hidden=hidden, encrypted=encrypted)
         self.queue: asyncio.Queue[bytes | None] | None = asyncio.Queue() if streaming else None
         self.final: dict[str, Any] | None = None
         self.finished = asyncio.Event()
@@ -159,7 +161,7 @@ class Execution:
         """The response as it is now."""
         if self.final is not None:
             return self.final
-        output = [wire_item(i) for i in self.mapper.output_items()]
+        output = [wire_item(i, encrypted=self.encrypted) for i in self.mapper.output_items()]
         return snapshot(self.meta.base, status="in_progress", output=output)
 
     def _push(self) -> None:
@@ -223,7 +225,7 @@ class Execution:
         final = snapshot(
             self.meta.base,
             status=outcome.status,
-            output=[wire_item(i) for i in output_items],
+            output=[wire_item(i, encrypted=self.encrypted) for i in output_items],
             usage=result.usage if result is not None else None,
             error=outcome.error,
             incomplete_reason=outcome.incomplete_reason,

@@ -15,7 +15,13 @@ from typing import Any
 from agentloop.errors import ConfigError, InvalidItem
 from agentloop.gateway.config import GatewayConfig
 from agentloop.gateway.ids import StampingModel, TurnIds
-from agentloop.gateway.resource import ResponseMeta, snapshot, wire_stored, without_output
+from agentloop.gateway.resource import (
+    ENCRYPTED_REASONING,
+    ResponseMeta,
+    snapshot,
+    wire_stored,
+    without_output,
+)
 from agentloop.gateway.routing import ModelRouter
 from agentloop.gateway.runner import Deferred, Execution, Principal, Registry
 from agentloop.gateway.streaming import drop_unanswerable
@@ -45,6 +51,23 @@ from agentloop.run.policy import Policy
 from agentloop.store import NotFound, ResponseRecord, Store, StoreConflict
 from agentloop.store.repository import RUNNING
 from agentloop.tools.tool import Tool
+
+
+def check_include(include: Sequence[str]) -> None:
+    """``include`` values the gateway can honour; the rest is a clear 400."""
+    for value in include:
+        if value == ENCRYPTED_REASONING:
+            continue
+        if value == "message.output_text.logprobs":
+            raise ApiError(
+                400,
+                "include 'message.output_text.logprobs' is not supported: the gateway's models "
+                "do not return log probabilities.",
+                code="unsupported_value",
+                param="include",
+            )
+        raise ApiError(400, f"Invalid include value {value!r}.", code="invalid_value",
+                       param="include")  # fmt: skip
 
 
 def _input_items(body: CreateResponseBody) -> list[Item]:
@@ -240,6 +263,7 @@ class Gateway:
                 code="missing_required_parameter",
                 param="model",
             )
+        check_include(body.include)
         model = self.router.get(model_name)
         tools = request_tools(body.tools, self.toolsets)
         tool_choice, allowed = _tool_choice(body, tools)
@@ -342,12 +366,17 @@ class Gateway:
             background=body.background,
             client_tools_status=cfg.client_tools_status,
             on_stored=self.history.put,
+            encrypted=ENCRYPTED_REASONING in body.include,
         )
         execution.start()
         self.registry.add(execution)
         return execution
 
-    async def retrieve(self, principal: Principal, response_id: str) -> dict[str, Any]:
+    async def retrieve(
+        self, principal: Principal, response_id: str, *, include: Sequence[str] = ()
+    ) -> dict[str, Any]:
+        """The response; encrypted reasoning only with ``include=reasoning.encrypted_content``
+        (as on create, the store always keeps it)."""
         running = self.registry.get(response_id, principal.tenant_id)
         if running is not None and running.stored:
             return running.live()
@@ -355,7 +384,8 @@ class Gateway:
             record, output = await self.store.get_response(principal.tenant_id, response_id)
         except NotFound:
             raise not_found("response", response_id) from None
-        return {**record.resource, "output": [wire_stored(d) for d in output]}
+        encrypted = ENCRYPTED_REASONING in include
+        return {**record.resource, "output": [wire_stored(d, encrypted=encrypted) for d in output]}
 
     async def cancel(self, principal: Principal, response_id: str) -> dict[str, Any]:
         running = self.registry.get(response_id, principal.tenant_id)

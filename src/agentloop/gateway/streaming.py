@@ -56,10 +56,17 @@ class _Open:
 
 class EventMapper:
     def __init__(
-        self, ids: TurnIds, *, emit: bool = True, hidden: frozenset[str] = frozenset()
+        self,
+        ids: TurnIds,
+        *,
+        emit: bool = True,
+        hidden: frozenset[str] = frozenset(),
+        encrypted: bool = False,
     ) -> None:
         self.ids = ids
         self.emit = emit
+        self.encrypted = encrypted
+        """Whether reasoning items show their encrypted content (the request's ``include``)."""
         self.hidden = hidden
         """Tools the client never sees (the structured-output tools): their calls and outputs
         are not announced."""
@@ -75,6 +82,9 @@ class EventMapper:
         self._calls: dict[int, _Open] = {}
 
     # --- plumbing ----------------------------------------------------------------------------
+
+    def _wire(self, item: Item) -> dict[str, Any]:
+        return wire_item(item, encrypted=self.encrypted)
 
     def _e(self, type_: str, **fields: Any) -> None:
         if self.emit:
@@ -255,7 +265,11 @@ class EventMapper:
                 output_index=o.index,
                 arguments=item.arguments,
             )
-        self._e("response.output_item.done", output_index=o.index, item=wire_item(item))
+        self._e(
+            "response.output_item.done",
+            output_index=o.index,
+            item=self._wire(item),
+        )
 
     def _close_parts(self, item: Message, index: int, *, streamed: bool) -> None:
         """Content-part events of a message: the rest of the first part if it was streamed,
@@ -330,11 +344,19 @@ class EventMapper:
         self.output[index] = item
         iid = item.id or ""
         if isinstance(item, Message):
-            start = {**wire_item(item), "status": "in_progress", "content": []}
+            start = {
+                **self._wire(item),
+                "status": "in_progress",
+                "content": [],
+            }
             self._e("response.output_item.added", output_index=index, item=start)
             self._close_parts(item, index, streamed=False)
         elif isinstance(item, FunctionCall):
-            start = {**wire_item(item), "status": "in_progress", "arguments": ""}
+            start = {
+                **self._wire(item),
+                "status": "in_progress",
+                "arguments": "",
+            }
             self._e("response.output_item.added", output_index=index, item=start)
             self._e(
                 "response.function_call_arguments.delta",
@@ -385,8 +407,16 @@ class EventMapper:
                     part=part,
                 )
         else:
-            self._e("response.output_item.added", output_index=index, item=wire_item(item))
-        self._e("response.output_item.done", output_index=index, item=wire_item(item))
+            self._e(
+                "response.output_item.added",
+                output_index=index,
+                item=self._wire(item),
+            )
+        self._e(
+            "response.output_item.done",
+            output_index=index,
+            item=self._wire(item),
+        )
 
     # --- the end -----------------------------------------------------------------------------
 
