@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
+from typing import Any
+
+import openai
 
 from agentloop.items import FunctionCall, FunctionCallOutput, Message, OutputText, new_id
 from agentloop.models.base import (
@@ -53,3 +56,32 @@ class CountingModel(Model):
         text = f"{len(request.items)} items"
         message = Message(role="assistant", content=(OutputText(text=text),))
         return ModelResponse(items=(message,))
+
+
+DEMO_TOOLSET = {"type": "agentloop:toolset", "name": "demo"}
+
+
+async def start_gated(client: openai.AsyncOpenAI, gate: GateModel) -> Any:
+    """Start a background response on ``gate`` (turn 1 runs the server tool ``add``) and wait
+    until its second turn blocks mid-answer."""
+    created = await client.responses.create(
+        model="gate",
+        input="go",
+        tools=[DEMO_TOOLSET],  # type: ignore[list-item]
+        background=True,
+    )
+    await gate.reached.wait()
+    return created
+
+
+def assert_work_kept(response: Any) -> None:
+    """A response cancelled while ``GateModel`` blocked keeps its first turn (the ``add`` call
+    and its output) and the partial answer, marked incomplete."""
+    assert [o.type for o in response.output] == [
+        "function_call",
+        "function_call_output",
+        "message",
+    ]
+    partial = response.output[2]
+    assert partial.status == "incomplete"
+    assert partial.content[0].text == "partial "

@@ -8,12 +8,11 @@ import asyncio
 import openai
 import pytest
 from tests.gateway.conftest import GatewayFactory
-from tests.gateway.fakes import GateModel
+from tests.gateway.fakes import DEMO_TOOLSET as DEMO
+from tests.gateway.fakes import GateModel, assert_work_kept, start_gated
 from tests.gateway.wirecheck import parse_sse
 
 pytestmark = pytest.mark.anyio
-
-DEMO = {"type": "agentloop:toolset", "name": "demo"}
 
 
 async def test_cancel_a_background_response_keeps_work_done(make_gateway: GatewayFactory) -> None:
@@ -33,14 +32,7 @@ async def test_cancel_a_background_response_keeps_work_done(make_gateway: Gatewa
         cancelled = await gw.client.responses.cancel(created.id)
         assert gate.cancelled.is_set()
         assert cancelled.status == "cancelled"
-        assert [o.type for o in cancelled.output] == [
-            "function_call",
-            "function_call_output",
-            "message",
-        ]
-        partial = cancelled.output[2]
-        assert partial.status == "incomplete"  # type: ignore[union-attr]
-        assert partial.content[0].text == "partial "  # type: ignore[union-attr]
+        assert_work_kept(cancelled)
         stored = await gw.client.responses.retrieve(created.id)
         assert stored.status == "cancelled"
         assert [o.id for o in stored.output] == [o.id for o in cancelled.output]
@@ -84,13 +76,7 @@ async def test_cancel_a_finished_response_is_a_conflict(make_gateway: GatewayFac
 async def test_continuing_a_running_response_is_a_conflict(make_gateway: GatewayFactory) -> None:
     gate = GateModel()
     async with make_gateway(models={"gate": gate}) as gw:
-        created = await gw.client.responses.create(
-            model="gate",
-            input="go",
-            tools=[DEMO],
-            background=True,  # type: ignore[list-item]
-        )
-        await gate.reached.wait()
+        created = await start_gated(gw.client, gate)
         with pytest.raises(openai.ConflictError):
             await gw.client.responses.create(
                 model="scripted", previous_response_id=created.id, input="too early"
@@ -105,13 +91,7 @@ async def test_shutdown_cancels_and_stores_running_responses(
 ) -> None:
     gate = GateModel()
     async with make_gateway(models={"gate": gate}) as gw:
-        created = await gw.client.responses.create(
-            model="gate",
-            input="go",
-            tools=[DEMO],
-            background=True,  # type: ignore[list-item]
-        )
-        await gate.reached.wait()
+        created = await start_gated(gw.client, gate)
         await gw.service.registry.shutdown()
         stored = await gw.client.responses.retrieve(created.id)
         assert stored.status == "cancelled"
@@ -123,13 +103,7 @@ async def test_too_many_running_responses_for_a_tenant_is_429(
 ) -> None:
     gate = GateModel()
     async with make_gateway(models={"gate": gate}, max_concurrent_per_tenant=1) as gw:
-        running = await gw.client.responses.create(
-            model="gate",
-            input="go",
-            tools=[DEMO],
-            background=True,  # type: ignore[list-item]
-        )
-        await gate.reached.wait()
+        running = await start_gated(gw.client, gate)
         with pytest.raises(openai.RateLimitError):
             await gw.client.responses.create(model="scripted", input="one more")
         await gw.client.responses.cancel(running.id)

@@ -8,12 +8,12 @@ import asyncio
 
 import pytest
 from tests.gateway.conftest import GatewayFactory
-from tests.gateway.fakes import GateModel
+from tests.gateway.fakes import DEMO_TOOLSET as DEMO
+from tests.gateway.fakes import GateModel, assert_work_kept, start_gated
 from tests.gateway.wirecheck import parse_sse
 
 pytestmark = pytest.mark.anyio
 
-DEMO = {"type": "agentloop:toolset", "name": "demo"}
 FAST = {"cancel_poll_interval": 0.02, "cancel_wait": 30.0}
 
 
@@ -25,27 +25,14 @@ async def test_cancel_through_another_worker_cancels_the_run(
         make_gateway(models={"gate": gate}, **FAST) as a,
         make_gateway(models={"gate": gate}, **FAST) as b,
     ):
-        created = await a.client.responses.create(
-            model="gate",
-            input="go",
-            tools=[DEMO],
-            background=True,  # type: ignore[list-item]
-        )
-        await gate.reached.wait()
+        created = await start_gated(a.client, gate)
         assert b.service.registry.ids() == []
         cancelled = await b.client.responses.cancel(created.id)
         assert gate.cancelled.is_set()  # the run on worker A was really cancelled
         assert cancelled.status == "cancelled"
         assert cancelled.incomplete_details is not None
         assert cancelled.incomplete_details.reason == "cancelled"  # type: ignore[comparison-overlap]
-        assert [o.type for o in cancelled.output] == [
-            "function_call",
-            "function_call_output",
-            "message",
-        ]
-        partial = cancelled.output[2]
-        assert partial.status == "incomplete"  # type: ignore[union-attr]
-        assert partial.content[0].text == "partial "  # type: ignore[union-attr]
+        assert_work_kept(cancelled)
         for worker in (a, b):
             stored = await worker.client.responses.retrieve(created.id)
             assert stored.status == "cancelled"
@@ -98,13 +85,7 @@ async def test_cancel_when_no_worker_stops_it_marks_it_cancelled(
         make_gateway(models={"gate": gate}, cancel_poll_interval=3600.0) as a,
         make_gateway(models={"gate": gate}, cancel_poll_interval=0.01, cancel_wait=0.05) as b,
     ):
-        created = await a.client.responses.create(
-            model="gate",
-            input="go",
-            tools=[DEMO],
-            background=True,  # type: ignore[list-item]
-        )
-        await gate.reached.wait()
+        created = await start_gated(a.client, gate)
         cancelled = await b.client.responses.cancel(created.id)
         assert cancelled.status == "cancelled"
         assert not gate.cancelled.is_set()
