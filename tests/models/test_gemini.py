@@ -8,6 +8,7 @@ from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any
 
 import pytest
+from tests.models.common import FAST
 from tests.models.wire_server import FakeServer, refused_url, serve
 
 from agentloop import Agent, tool
@@ -47,7 +48,6 @@ from agentloop.models.retry import RetryPolicy
 pytestmark = pytest.mark.anyio
 
 Maker = Callable[..., GeminiModel]
-FAST = RetryPolicy(max_retries=2, initial_delay=0, max_delay=0, jitter=False)
 MODEL = "gemini-2.5-flash"
 GENERATE = re.compile(rf"^/v1(beta)?/models/{MODEL}:generateContent$")
 STREAM = re.compile(rf"^/v1(beta)?/models/{MODEL}:streamGenerateContent\?alt=sse$")

@@ -15,6 +15,7 @@ from typing import Any
 import httpx
 import pytest
 from pydantic import BaseModel, ConfigDict
+from tests.models.common import FAST, WEATHER
 
 from agentloop import Agent, tool
 from agentloop.errors import (
@@ -39,18 +40,10 @@ from agentloop.models.base import (
     ResponseDone,
     TextDelta,
     ToolCallDelta,
-    ToolSchema,
 )
 from agentloop.models.retry import RetryPolicy
 
 pytestmark = pytest.mark.anyio
-
-FAST = RetryPolicy(max_retries=2, initial_delay=0, max_delay=0, jitter=False)
-WEATHER = ToolSchema(
-    name="get_weather",
-    description="Weather for a city.",
-    parameters={"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]},
-)
 
 
 class LiteObject(BaseModel):

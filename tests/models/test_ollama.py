@@ -7,6 +7,7 @@ from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any
 
 import pytest
+from tests.models.common import FAST, WEATHER
 from tests.models.wire_server import FakeServer, refused_url, serve
 
 from agentloop import Agent, tool
@@ -44,12 +45,6 @@ from agentloop.models.retry import RetryPolicy
 pytestmark = pytest.mark.anyio
 
 Maker = Callable[..., OllamaModel]
-FAST = RetryPolicy(max_retries=2, initial_delay=0, max_delay=0, jitter=False)
-WEATHER = ToolSchema(
-    name="get_weather",
-    description="Weather for a city.",
-    parameters={"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]},
-)
 CLOCK = ToolSchema(name="clock", description="Time.", parameters={"type": "object"})
 PNG = "iVBORw0KGgo="
 

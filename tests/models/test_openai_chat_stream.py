@@ -5,6 +5,7 @@ from __future__ import annotations
 import httpx
 import pytest
 import respx
+from tests.models.common import WEATHER
 from tests.models.openai_fakes import (
     CHAT_URL,
     call_fragment,
@@ -26,18 +27,11 @@ from agentloop.models.base import (
     StreamPart,
     TextDelta,
     ToolCallDelta,
-    ToolSchema,
 )
 from agentloop.models.openai_chat import OpenAIChatModel
 from agentloop.models.retry import NO_RETRIES
 
 pytestmark = pytest.mark.anyio
-
-WEATHER = ToolSchema(
-    name="get_weather",
-    description="Weather for a city.",
-    parameters={"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]},
-)
 
 
 @pytest.fixture
