@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agentloop.items import Item
+from agentloop.models.base import ModelRequest
 from agentloop.run.cache import ResultCache
 from agentloop.run.limits import Limits
 from agentloop.run.paths import normalise
@@ -57,33 +58,33 @@ class ActiveRun:
     """The validated structured output, once accepted."""
     output_errors: list[str] = field(default_factory=list)
 
+    limits: Limits = field(init=False)
+    policy: Policy = field(init=False)
+    tools: Mapping[str, Tool] = field(init=False)
+    cache: ResultCache | None = field(init=False)
+    rate_limiter: RateLimiter | None = field(init=False)
+    workspace: Path = field(init=False)
+    request: ModelRequest = field(init=False)
+    """The model request of every turn: its ``items`` is the live conversation list."""
+
+    def __post_init__(self) -> None:
+        # The agent's configuration, copied once: the loop reads these many times per turn.
+        agent = self.agent
+        self.limits, self.policy, self.tools = agent.limits, agent.policy, agent.tools_by_name
+        self.cache, self.rate_limiter = agent.cache, agent.rate_limiter
+        self.workspace = agent.workspace
+        self.request = ModelRequest(
+            items=self.state.items,
+            instructions=agent.instructions,
+            tools=agent.tool_schemas,
+            tool_choice=agent.tool_choice,
+            parallel_tool_calls=agent.parallel_tool_calls,
+            settings=agent.settings,
+        )
+
     @property
     def has_output(self) -> bool:
         return self.output_value is not _NO_OUTPUT
-
-    @property
-    def limits(self) -> Limits:
-        return self.agent.limits
-
-    @property
-    def policy(self) -> Policy:
-        return self.agent.policy
-
-    @property
-    def tools(self) -> Mapping[str, Tool]:
-        return self.agent.tools_by_name
-
-    @property
-    def cache(self) -> ResultCache | None:
-        return self.agent.cache
-
-    @property
-    def rate_limiter(self) -> RateLimiter | None:
-        return self.agent.rate_limiter
-
-    @property
-    def workspace(self) -> Path:
-        return self.agent.workspace
 
     def elapsed(self) -> float:
         """Active time of the run across pauses (time while paused does not count)."""

@@ -1,9 +1,10 @@
-"""Running the calls of one turn: planned calls in, events out, outputs appended in model order.
+"""The calls of one turn: planned calls in, events out, outputs appended in model order.
 
-Calls run concurrently unless they conflict (see :mod:`agentloop.run.schedule`); a lone call
-runs inline without a task. Events from concurrent calls arrive through a queue so the stream
-shows each call as it starts and finishes, whatever order that is; the outputs themselves are
-appended in the order the model gave the calls.
+Calls run concurrently unless they conflict (see :mod:`agentloop.run.schedule`). A lone call,
+the usual case, is run by the loop itself, without a task or a queue;
+several go through :meth:`Batch.parallel`, where events from concurrent calls arrive through a
+queue so the stream shows each call as it starts and finishes, whatever order that is. The
+outputs themselves are appended in the order the model gave the calls.
 """
 
 from __future__ import annotations
@@ -24,93 +25,100 @@ class _Crashed:
     error: BaseException
 
 
-def _started(plan: CallPlan) -> ToolCallStarted:
-    return ToolCallStarted(
-        call_id=plan.call.call_id, name=plan.call.name, arguments=plan.arguments or {}
-    )
+def started(plan: CallPlan) -> ToolCallStarted:
+    call = plan.call
+    return ToolCallStarted(call_id=call.call_id, name=call.name, arguments=plan.arguments or {})
 
 
-def _finished(plan: CallPlan, result: CallResult) -> ToolCallFinished:
+def finished(plan: CallPlan, result: CallResult) -> ToolCallFinished:
+    output, audit = result
     return ToolCallFinished(
-        call_id=plan.call.call_id,
+        call_id=output.call_id,
         name=plan.call.name,
-        output=result.output.output,
-        is_error=result.output.is_error,
-        cached=result.cached,
-        duration=result.duration,
+        output=output.output,
+        is_error=output.is_error,
+        cached=audit.cached,
+        duration=audit.duration,
     )
 
 
 class Batch:
-    """The calls of one turn (or of one resume) and what became of them."""
+    """The calls of one turn (or of one resume) and what became of them.
+
+    The loop drives it: :meth:`refusals`, then the :attr:`runnable` calls (a lone one inline,
+    several through :meth:`parallel`), then :meth:`flush` (also on cancellation), :meth:`added`
+    and :meth:`count_error_turn`.
+    """
 
     def __init__(self, run: ActiveRun, plans: Sequence[CallPlan]) -> None:
         self.run = run
-        self.plans = list(plans)
+        self.plans = plans
         self.results: dict[int, CallResult] = {}
         self.extra_outputs: dict[int, FunctionCallOutput] = {}
+        self.runnable = [i for i, p in enumerate(plans) if p.output is None and p.pending is None]
         self._flushed = False
 
     def add_output(self, index: int, output: FunctionCallOutput) -> None:
         """An output that did not come from running a call (e.g. supplied by the client)."""
         self.extra_outputs[index] = output
 
-    async def events(self) -> AsyncIterator[Event]:
-        """Run every runnable plan, yielding events; then append the outputs in model order."""
-        run = self.run
-        runnable: list[int] = []
+    def refusals(self) -> list[Event]:
+        """Record the calls refused during planning; their start and finish events."""
+        events: list[Event] = []
         for index, plan in enumerate(self.plans):
             if plan.output is not None:
                 self.results[index] = result = refused_result(plan)
-                yield _started(plan)
-                yield _finished(plan, result)
-            elif plan.pending is None:
-                runnable.append(index)
-        try:
-            if len(runnable) == 1:
-                plan = self.plans[runnable[0]]
-                yield _started(plan)
-                run.busy = True
-                try:
-                    result = await execute(run, plan)
-                finally:
-                    run.busy = False
-                self.results[runnable[0]] = result
-                yield _finished(plan, result)
-            elif runnable:
-                async for event in self._parallel(runnable):
-                    yield event
-        finally:
-            self.flush()
-        for index in sorted(self.results):
-            yield ItemAdded(item=self.results[index].output)
+                events += (started(plan), finished(plan, result))
+        return events
 
     def flush(self) -> None:
         """Append outputs and audit records in model order (once, also on cancellation)."""
         if self._flushed:
             return
         self._flushed = True
-        state = self.run.state
-        for index in range(len(self.plans)):
+        run = self.run
+        state = run.state
+        for index, plan in enumerate(self.plans):
             result = self.results.get(index)
             if result is not None:
-                state.items.append(result.output)
-                state.audit.append(result.audit)
-                if result.audit.outcome != "not_run":
+                output, audit = result
+                state.items.append(output)
+                state.audit.append(audit)
+                if audit.outcome != "not_run":
                     state.tool_calls += 1
-                if self.plans[index].budget:
-                    self.run.budget = self.run.budget or self.plans[index].budget
+                if plan.budget:
+                    run.budget = run.budget or plan.budget
             elif index in self.extra_outputs:
                 state.items.append(self.extra_outputs[index])
 
-    @property
-    def all_failed(self) -> bool:
-        """True when at least one call ran or was refused and every one of them failed."""
-        outputs = [r.output for r in self.results.values()] + list(self.extra_outputs.values())
-        return bool(outputs) and all(o.is_error for o in outputs)
+    def added(self) -> list[Event]:
+        """``item_added`` for every output, in model order (after :meth:`flush`)."""
+        events: list[Event] = []
+        results, extra = self.results, self.extra_outputs
+        for index in range(len(self.plans)):
+            result = results.get(index)
+            if result is not None:
+                events.append(ItemAdded(item=result[0]))
+            elif index in extra:
+                events.append(ItemAdded(item=extra[index]))
+        return events
 
-    async def _parallel(self, runnable: list[int]) -> AsyncIterator[Event]:
+    def count_error_turn(self) -> None:
+        """Count a turn in which every call failed; reset the count on any success."""
+        outputs = [r[0] for r in self.results.values()]
+        outputs += self.extra_outputs.values()
+        if not outputs:
+            return
+        state = self.run.state
+        if all(o.is_error for o in outputs):
+            state.consecutive_error_turns += 1
+        else:
+            state.consecutive_error_turns = 0
+
+    async def parallel(self) -> AsyncIterator[Event]:
+        """Run the runnable calls as tasks, conflicting ones in model order."""
         run = self.run
+        runnable = self.runnable
         plans = [self.plans[i] for i in runnable]
         deps = dependencies([p.access for p in plans], parallel=run.agent.parallel_tool_calls)
         done = [asyncio.Event() for _ in plans]
@@ -125,10 +133,10 @@ class Batch:
                     await done[dep].wait()
                 if semaphore is not None:
                     async with semaphore:
-                        queue.put_nowait(_started(plan))
+                        queue.put_nowait(started(plan))
                         result = await execute(run, plan)
                 else:
-                    queue.put_nowait(_started(plan))
+                    queue.put_nowait(started(plan))
                     result = await execute(run, plan)
             except asyncio.CancelledError:
                 raise
@@ -137,7 +145,7 @@ class Batch:
                 raise
             self.results[runnable[slot]] = result
             done[slot].set()
-            queue.put_nowait(_finished(plan, result))
+            queue.put_nowait(finished(plan, result))
 
         tasks = [asyncio.create_task(worker(slot)) for slot in range(len(plans))]
         left = len(tasks)

@@ -13,7 +13,7 @@ import json
 import logging
 import time
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeAlias
 
 import pydantic
 import pydantic_core
@@ -53,14 +53,9 @@ class CallPlan:
     budget: str | None = None
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class CallResult:
-    """What running a call produced."""
-
-    output: FunctionCallOutput
-    audit: AuditRecord
-    cached: bool
-    duration: float
+CallResult: TypeAlias = tuple[FunctionCallOutput, AuditRecord]
+"""What running (or refusing) a call produced: the output for the model and the audit record
+(which also says whether the output came from the cache, and how long the call took)."""
 
 
 def error_output(call: FunctionCall, message: str) -> FunctionCallOutput:
@@ -73,11 +68,14 @@ def _refuse(plan: CallPlan, message: str, decision: Decision = "refused") -> Cal
     return plan
 
 
-async def plan_call(
+def plan_call(
     run: ActiveRun, call: FunctionCall, *, executable_budget: int | None, approved: bool = False
 ) -> CallPlan:
     """Decide what to do with one call. ``executable_budget`` is how many more calls may run;
-    ``approved`` is for calls a human already approved (no second rate-limit count or question)."""
+    ``approved`` is for calls a human already approved (no second rate-limit count or question).
+
+    A call that needs approval comes back pending (kind ``"approval"``); when the policy has an
+    approver, :func:`ask_approver` turns that into a decision."""
     plan = CallPlan(call=call)
     tool = run.tools.get(call.name)
     if tool is None:
@@ -85,15 +83,16 @@ async def plan_call(
         return _refuse(plan, f"Unknown tool '{call.name}'. Available tools: {names}.", "invalid")
     plan.tool = tool
     try:
-        plan.arguments = parse_arguments(call.arguments)
+        plan.arguments = arguments = parse_arguments(call.arguments)
     except ArgumentsParseError as exc:
         return _refuse(plan, f"Invalid arguments for tool '{call.name}': {exc}", "invalid")
-    refusal = run.policy.refusal(call.name)
+    policy = run.policy
+    refusal = policy.refusal(call.name)
     if refusal:
         return _refuse(plan, refusal)
     if not tool.is_external:
         try:
-            plan.kwargs = tool.validate(plan.arguments)
+            plan.kwargs = tool.validate(arguments)
         except pydantic.ValidationError as exc:
             return _refuse(
                 plan,
@@ -110,32 +109,40 @@ async def plan_call(
     if tool.is_external:
         plan.decision = "pending"
         plan.pending = PendingCall(
-            call_id=call.call_id, name=call.name, arguments=plan.arguments, kind="client"
+            call_id=call.call_id, name=call.name, arguments=arguments, kind="client"
         )
         return plan
+    if tool.paths or not tool.read_only:
+        plan.access = Access(
+            writes=not tool.read_only,
+            paths=call_paths(arguments, tool.paths, str(run.workspace)),
+        )
     if approved:
         plan.decision = "approved"
-    elif run.policy.needs_approval(tool.risk):
-        pending = PendingCall(
+    elif policy.needs_approval(tool.risk):
+        plan.decision = "pending"
+        plan.pending = PendingCall(
             call_id=call.call_id,
             name=call.name,
-            arguments=plan.arguments,
+            arguments=arguments,
             kind="approval",
             risk=tool.risk,
         )
-        answer = await run.policy.ask(pending)
-        if answer is None:
-            plan.decision = "pending"
-            plan.pending = pending
-            return plan
-        if not answer:
-            return _refuse(plan, f"The call to '{call.name}' was denied by the approver.", "denied")
-        plan.decision = "approved"
-    plan.access = Access(
-        writes=not tool.read_only,
-        paths=call_paths(plan.arguments, tool.paths, str(run.workspace)),
-    )
     return plan
+
+
+async def ask_approver(run: ActiveRun, plan: CallPlan) -> None:
+    """Put a call awaiting approval to the policy's approver: run it, refuse it, or (no
+    approver, or no answer) leave it pending so the run pauses."""
+    assert plan.pending is not None
+    answer = await run.policy.ask(plan.pending)
+    if answer is None:
+        return
+    plan.pending = None
+    if answer:
+        plan.decision = "approved"
+    else:
+        _refuse(plan, f"The call to '{plan.call.name}' was denied by the approver.", "denied")
 
 
 def format_output(value: Any) -> str:
@@ -202,7 +209,7 @@ def _result(
         cached=cached,
         message=text if is_error else None,
     )
-    return CallResult(output=output, audit=audit, cached=cached, duration=duration)
+    return output, audit
 
 
 def refused_result(plan: CallPlan) -> CallResult:
@@ -216,7 +223,7 @@ def refused_result(plan: CallPlan) -> CallResult:
         outcome="not_run",
         message=plan.output.output,
     )
-    return CallResult(output=plan.output, audit=audit, cached=False, duration=0.0)
+    return plan.output, audit
 
 
 async def execute(run: ActiveRun, plan: CallPlan) -> CallResult:
@@ -276,6 +283,7 @@ async def execute(run: ActiveRun, plan: CallPlan) -> CallResult:
     finally:
         if plan.access.writes and run.cache is not None:
             run.cache.invalidate(plan.access.paths)
-    if cache is not None and not result.output.is_error:
-        cache.put(key, result.output.output, paths=plan.access.paths, ttl=tool.cache_ttl)
+    output = result[0]
+    if cache is not None and not output.is_error:
+        cache.put(key, output.output, paths=plan.access.paths, ttl=tool.cache_ttl)
     return result

@@ -21,10 +21,10 @@ from agentloop.items import (
     user,
     with_id,
 )
-from agentloop.models.base import ModelRequest, ModelResponse, ResponseDone
+from agentloop.models.base import ModelResponse, ResponseDone
 from agentloop.run import attempts
 from agentloop.run.active import ActiveRun, RunEnd
-from agentloop.run.batch import Batch
+from agentloop.run.batch import Batch, finished, started
 from agentloop.run.events import (
     Event,
     ItemAdded,
@@ -34,7 +34,7 @@ from agentloop.run.events import (
     TurnCompleted,
     TurnStarted,
 )
-from agentloop.run.execute import CallPlan, plan_call
+from agentloop.run.execute import CallPlan, ask_approver, execute, plan_call
 from agentloop.run.hooks import Hooks, dispatch
 from agentloop.run.result import RunResult, RunStatus
 
@@ -75,60 +75,62 @@ def _check_budgets(run: ActiveRun) -> None:
         raise RunEnd("incomplete", "budget_exceeded")
 
 
-def build_request(run: ActiveRun) -> ModelRequest:
-    agent = run.agent
-    return ModelRequest(
-        items=run.state.items,
-        instructions=agent.instructions,
-        tools=agent.tool_schemas,
-        tool_choice=agent.tool_choice,
-        parallel_tool_calls=agent.parallel_tool_calls,
-        settings=agent.settings,
-    )
+def _start_turn(run: ActiveRun) -> TurnStarted:
+    """Check the budgets (RunEnd when no further turn may start) and count the turn."""
+    _check_budgets(run)
+    if run.agent.output is not None:
+        attempts.begin_turn(run)
+    state = run.state
+    state.turns += 1
+    return TurnStarted(turn=state.turns)
 
 
-async def _model_turn(run: ActiveRun, response_box: list[ModelResponse]) -> AsyncIterator[Event]:
-    """Stream one model call; the assembled response lands in ``response_box``."""
-    stream = run.agent.model.stream(build_request(run))
-    try:
-        while True:
-            run.busy = True
-            try:
-                part = await anext(stream)
-            except StopAsyncIteration:
-                break
-            except (asyncio.CancelledError, GeneratorExit):
-                raise
-            except Exception as exc:
-                raise _ModelFailed(exc) from exc
-            finally:
-                run.busy = False
-            if isinstance(part, ResponseDone):
-                response_box.append(part.response)
-            else:
-                yield part
-    finally:
-        close = getattr(stream, "aclose", None)
-        if close is not None:
-            await close()
-    if not response_box:
-        raise _ModelFailed(ModelError("the model's stream ended without a response"))
+def _take_response(
+    run: ActiveRun, response: ModelResponse
+) -> tuple[list[FunctionCall], list[Event]]:
+    """Add the model's items (with ids) to the conversation: (the calls it asks for, events)."""
+    state = run.state
+    state.usage = state.usage + response.usage
+    items = state.items
+    calls: list[FunctionCall] = []
+    events: list[Event] = []
+    for raw in response.items:
+        item = with_id(raw)
+        items.append(item)
+        if isinstance(item, FunctionCall):
+            calls.append(item)
+        events.append(ItemAdded(item=item))
+    events.append(ModelResponded(response=response))
+    return calls, events
 
 
-def _tool_calls_left(run: ActiveRun) -> int | None:
-    limit = run.limits.max_tool_calls
-    return None if limit is None else limit - run.state.tool_calls
+def _answered(run: ActiveRun, done: TurnCompleted) -> tuple[list[Event], RunEnd | None]:
+    """After a turn without tool calls: the events to send, and how the run ends (if it does)."""
+    state, agent, spec = run.state, run.agent, run.agent.output
+    if spec is not None:
+        return [*attempts.text_answer(run, spec), done], None
+    if agent.confirm_completion and not state.confirmation_asked:
+        state.confirmation_asked = True
+        prompt = with_id(user(CONFIRM_COMPLETION_PROMPT))
+        state.items.append(prompt)
+        return [ItemAdded(item=prompt), done], None
+    return [done], RunEnd("completed", "final_answer")
 
 
 async def _plan(run: ActiveRun, calls: list[FunctionCall]) -> list[CallPlan]:
-    left = _tool_calls_left(run)
+    limit = run.limits.max_tool_calls
+    left = None if limit is None else limit - run.state.tool_calls
+    approver = run.policy.approver
     plans = []
     for call in calls:
-        run.busy = True
-        try:
-            plan = await plan_call(run, call, executable_budget=left)
-        finally:
-            run.busy = False
+        plan = plan_call(run, call, executable_budget=left)
+        pending = plan.pending
+        if pending is not None and pending.kind == "approval" and approver is not None:
+            run.busy = True
+            try:
+                await ask_approver(run, plan)
+            finally:
+                run.busy = False
         if (
             left is not None
             and plan.output is None
@@ -136,19 +138,10 @@ async def _plan(run: ActiveRun, calls: list[FunctionCall]) -> list[CallPlan]:
         ):
             left -= 1
         plans.append(plan)
-    return plans
-
-
-def _count_error_turn(run: ActiveRun, batch: Batch) -> None:
-    """After a batch has run: count a turn in which every call failed, reset on any success.
-
-    (A plain function called after ``batch.events()`` rather than an async generator wrapping
-    it: one generator layer less for every event of every turn.)"""
     state = run.state
-    if batch.all_failed:
-        state.consecutive_error_turns += 1
-    elif batch.results or batch.extra_outputs:
-        state.consecutive_error_turns = 0
+    state.pending = [p.pending for p in plans if p.pending is not None]
+    state.tool_calls += sum(1 for p in state.pending if p.kind == "client")
+    return plans
 
 
 def _end_after_calls(run: ActiveRun) -> None:
@@ -172,23 +165,22 @@ def _find_call(run: ActiveRun, call_id: str) -> FunctionCall:
     raise AssertionError(f"pending call {call_id} is not in the conversation")
 
 
-async def _resume_events(run: ActiveRun, resume: Resume) -> AsyncIterator[Event]:
-    """Apply client outputs and approvals to the pending calls, running the approved ones."""
+async def _resume_batch(run: ActiveRun, resume: Resume) -> Batch:
+    """The pending calls with the client's outputs and approvals applied."""
     state = run.state
     pending, state.pending = state.pending, []
     plans: list[CallPlan] = []
-    batch_outputs: dict[int, FunctionCallOutput] = {}
+    client_outputs: dict[int, FunctionCallOutput] = {}
     for index, p in enumerate(pending):
         call = _find_call(run, p.call_id)
         if p.kind == "client":
             plans.append(CallPlan(call=call, decision="pending", pending=p))
             text = resume.tool_outputs[p.call_id]
-            batch_outputs[index] = FunctionCallOutput(
+            client_outputs[index] = FunctionCallOutput(
                 call_id=p.call_id, output=text, id=new_id("fco")
             )
         elif resume.approvals[p.call_id]:
-            plan = await plan_call(run, call, executable_budget=None, approved=True)
-            plans.append(plan)
+            plans.append(plan_call(run, call, executable_budget=None, approved=True))
         else:
             plan = CallPlan(call=call, arguments=p.arguments, decision="denied")
             plan.output = FunctionCallOutput(
@@ -199,13 +191,9 @@ async def _resume_events(run: ActiveRun, resume: Resume) -> AsyncIterator[Event]
             )
             plans.append(plan)
     batch = Batch(run, plans)
-    for index, output in batch_outputs.items():
+    for index, output in client_outputs.items():
         batch.add_output(index, output)
-    async for event in batch.events():
-        yield event
-    _count_error_turn(run, batch)
-    for index in sorted(batch_outputs):
-        yield ItemAdded(item=batch_outputs[index])
+    return batch
 
 
 def _fill_cancelled_outputs(run: ActiveRun) -> None:
@@ -258,85 +246,113 @@ def make_result(run: ActiveRun, status: RunStatus, reason: str) -> RunResult:
     )
 
 
-async def _turn(run: ActiveRun) -> AsyncIterator[Event]:
-    """One turn: the model call, then the calls it asked for. Raises RunEnd to stop."""
-    state, agent, spec = run.state, run.agent, run.agent.output
-    _check_budgets(run)
-    if spec is not None:
-        attempts.begin_turn(run)
-    state.turns += 1
-    yield TurnStarted(turn=state.turns)
-    box: list[ModelResponse] = []
-    async for part in _model_turn(run, box):
-        yield part
-    response = box[0]
-    state.usage = state.usage + response.usage
-    calls: list[FunctionCall] = []
-    for raw in response.items:
-        item = with_id(raw)
-        state.items.append(item)
-        if isinstance(item, FunctionCall):
-            calls.append(item)
-        yield ItemAdded(item=item)
-    yield ModelResponded(response=response)
-    done = TurnCompleted(turn=state.turns, usage=response.usage)
-    if not calls:
-        if spec is not None:
-            for event in attempts.text_answer(run, spec):
-                yield event
-        elif agent.confirm_completion and not state.confirmation_asked:
-            state.confirmation_asked = True
-            prompt = with_id(user(CONFIRM_COMPLETION_PROMPT))
-            state.items.append(prompt)
-            yield ItemAdded(item=prompt)
-        else:
-            yield done
-            raise RunEnd("completed", "final_answer")
-        yield done
-        return
-    if agent.tool_choice == "none":
-        yield done
-        raise RunEnd("completed", "tool_choice_none")
-    state.confirmation_asked = False
-    ordinary, special = attempts.split_calls(spec, calls) if spec is not None else (calls, [])
-    if ordinary:
-        plans = await _plan(run, ordinary)
-        state.pending = [p.pending for p in plans if p.pending is not None]
-        state.tool_calls += sum(1 for p in state.pending if p.kind == "client")
-        batch = Batch(run, plans)
-        async for event in batch.events():
-            yield event
-        _count_error_turn(run, batch)
-    if special and spec is not None:
-        try:
-            async for event in attempts.handle_output_calls(run, spec, special):
-                yield event
-        except RunEnd:
-            yield done
-            raise
-    yield done
-    _end_after_calls(run)
-
-
 async def _events(run: ActiveRun, resume: Resume | None) -> AsyncIterator[Event]:
-    """The loop. Yields events; the last one is ``RunFinished`` with the result."""
-    state = run.state
+    """The loop. Yields events; the last one is ``RunFinished`` with the result.
+
+    One generator for the whole run, with the turn written out inline rather than delegated to
+    nested generators: every event of every turn would otherwise pass through each layer, and
+    each layer costs a generator per turn. Only rarer paths (several calls at once, structured
+    output calls) go through a generator of their own."""
+    state, agent = run.state, run.agent
+    spec = agent.output
     run.task = asyncio.current_task()
     yield RunStarted(run_id=state.run_id, resumed=resume is not None)
     status: RunStatus = "completed"
     reason = "final_answer"
     try:
-        if resume is not None:
-            async for event in _resume_events(run, resume):
-                yield event
-            _end_after_calls(run)
-        elif run.agent.output is not None:
+        if resume is None and spec is not None:
             yield attempts.start_attempt(run, 1)
         while True:
-            if run.cancel_requested:
-                raise asyncio.CancelledError
-            async for event in _turn(run):
-                yield event
+            batch: Batch | None = None
+            special: list[FunctionCall] = []
+            done: TurnCompleted | None = None
+            if resume is not None:
+                batch = await _resume_batch(run, resume)
+                resume = None
+            else:
+                if run.cancel_requested:
+                    raise asyncio.CancelledError
+                yield _start_turn(run)
+                # The model call, its stream passed through as it arrives.
+                response: ModelResponse | None = None
+                stream = agent.model.stream(run.request)
+                ended = False
+                try:
+                    run.busy = True
+                    async for part in stream:
+                        run.busy = False
+                        if isinstance(part, ResponseDone):
+                            response = part.response
+                        else:
+                            yield part
+                        run.busy = True
+                    ended = True
+                except Exception as exc:
+                    raise _ModelFailed(exc) from exc
+                finally:
+                    run.busy = False
+                    if not ended:
+                        close = getattr(stream, "aclose", None)
+                        if close is not None:
+                            await close()
+                if response is None:
+                    raise _ModelFailed(ModelError("the model's stream ended without a response"))
+                calls, events = _take_response(run, response)
+                for event in events:
+                    yield event
+                done = TurnCompleted(turn=state.turns, usage=response.usage)
+                if not calls:
+                    events, end = _answered(run, done)
+                    for event in events:
+                        yield event
+                    if end is not None:
+                        raise end
+                    continue
+                if agent.tool_choice == "none":
+                    yield done
+                    raise RunEnd("completed", "tool_choice_none")
+                state.confirmation_asked = False
+                ordinary = calls
+                if spec is not None:
+                    ordinary, special = attempts.split_calls(spec, calls)
+                if ordinary:
+                    batch = Batch(run, await _plan(run, ordinary))
+            if batch is not None:
+                # The calls: a lone one inline, several as tasks; outputs in model order.
+                try:
+                    for event in batch.refusals():
+                        yield event
+                    runnable = batch.runnable
+                    if len(runnable) == 1:
+                        index = runnable[0]
+                        plan = batch.plans[index]
+                        yield started(plan)
+                        run.busy = True
+                        try:
+                            result = await execute(run, plan)
+                        finally:
+                            run.busy = False
+                        batch.results[index] = result
+                        yield finished(plan, result)
+                    elif runnable:
+                        async for event in batch.parallel():
+                            yield event
+                finally:
+                    batch.flush()
+                for event in batch.added():
+                    yield event
+                batch.count_error_turn()
+            if special and spec is not None:
+                try:
+                    async for event in attempts.handle_output_calls(run, spec, special):
+                        yield event
+                except RunEnd:
+                    if done is not None:
+                        yield done
+                    raise
+            if done is not None:
+                yield done
+            _end_after_calls(run)
     except RunEnd as end:
         status, reason = end.status, end.reason
     except _ModelFailed as failure:

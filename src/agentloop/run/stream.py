@@ -54,10 +54,11 @@ class RunStream:
         """Consume the remaining events and return the result."""
         if self._result is None:
             # The loop's events directly, not through __anext__: one coroutine less per event.
+            # Run to the generator's end (not `break` at run_finished): a generator left
+            # suspended would be closed later by the event loop's finalizer, at a cost.
             async for event in self._events:
                 if isinstance(event, RunFinished):
                     self._result = event.result
-                    break
         return self.result
 
     async def aclose(self) -> None:
