@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 from agentloop.items import Item
 from agentloop.models.base import ModelRequest
 from agentloop.run.cache import ResultCache
+from agentloop.run.deadlines import Deadlines
 from agentloop.run.limits import Limits
 from agentloop.run.paths import normalise
 from agentloop.run.policy import Policy
@@ -57,6 +58,8 @@ class ActiveRun:
     output_value: Any = _NO_OUTPUT
     """The validated structured output, once accepted."""
     output_errors: list[str] = field(default_factory=list)
+    deadlines: Deadlines = field(default_factory=Deadlines)
+    """The time limits of the tool calls in flight (one timer for the run)."""
 
     limits: Limits = field(init=False)
     policy: Policy = field(init=False)

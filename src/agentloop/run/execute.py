@@ -8,7 +8,6 @@ becomes an error output for the model; nothing here raises to the caller except 
 
 from __future__ import annotations
 
-import asyncio
 import json
 import logging
 import time
@@ -262,7 +261,7 @@ async def execute(run: ActiveRun, plan: CallPlan) -> CallResult:
         if timeout is None:
             value = await tool.invoke(kwargs, ctx)
         else:
-            async with asyncio.timeout(timeout):
+            with run.deadlines.limit(timeout):
                 value = await tool.invoke(kwargs, ctx)
         text, truncated = cap_output(format_output(value), run.limits.max_output_chars)
         outcome: Outcome = "error" if truncated else "success"

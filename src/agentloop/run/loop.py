@@ -364,6 +364,7 @@ async def _events(run: ActiveRun, resume: Resume | None) -> AsyncIterator[Event]
         status, reason = "cancelled", "cancelled"
         state.pending = []
         _fill_cancelled_outputs(run)
+    run.deadlines.close()
     yield RunFinished(result=make_result(run, status, reason))
 
 
