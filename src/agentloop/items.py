@@ -150,11 +150,15 @@ looked up once instead of on every call)."""
 
 def with_id(item: Item) -> Item:
     """The item itself if it has an id, else a copy with a fresh one (``msg_``, ``fc_``...)."""
-    if item.id is None:
-        kind = type(item)
-        values = {name: getattr(item, name) for name in _COPIED_FIELDS[kind]}
-        return kind(**values, id=new_id(_ID_PREFIX[kind]))
-    return item
+    if item.id is not None:
+        return item
+    kind = type(item)
+    if kind is FunctionCall and isinstance(item, FunctionCall):
+        # The copy every tool-calling turn makes: spelled out, without the field lookups.
+        return FunctionCall(call_id=item.call_id, name=item.name, arguments=item.arguments,
+                            status=item.status, id=new_id("fc"))  # fmt: skip
+    values = {name: getattr(item, name) for name in _COPIED_FIELDS[kind]}
+    return kind(**values, id=new_id(_ID_PREFIX[kind]))
 
 
 def user(text: str) -> Message:

@@ -21,6 +21,8 @@ import re
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from pydantic_core import from_json
+
 MAX_LITERAL_CHARS = 200_000
 MAX_NESTING = 64
 
@@ -187,12 +189,15 @@ def _literal(text: str) -> Any:
 
 def parse_arguments(raw: str | None) -> dict[str, Any]:
     """Parse tool-call arguments into a dict. Empty text means no arguments."""
-    if raw is None or not raw.strip():
+    if not raw or raw.isspace():
         return {}
-    try:
-        value = json.loads(raw)
-    except (ValueError, RecursionError) as json_exc:
-        value = _repaired(raw, json_exc)
+    try:  # strict JSON parsed in Rust: fast for the usual, well-formed case
+        value = from_json(raw, cache_strings="keys")
+    except ValueError:
+        try:
+            value = json.loads(raw)  # what from_json refuses but Python reads (lone surrogates)
+        except (ValueError, RecursionError) as json_exc:
+            value = _repaired(raw, json_exc)
     if not isinstance(value, dict):
         raise ArgumentsParseError(f"arguments must be a JSON object, got {type(value).__name__}")
     return value

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import inspect
 import json
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeAlias
 
@@ -62,39 +62,48 @@ def tool_call(
 
 
 def _response(parts: Sequence[Part], model: str) -> ModelResponse:
-    items: list[Item] = []
-    texts = [p.text for p in parts if isinstance(p, TextPart)]
-    if texts:
-        items.append(Message(role="assistant", content=tuple(OutputText(text=t) for t in texts)))
+    texts: list[OutputText] = []
+    calls: list[Item] = []
     for p in parts:
-        if isinstance(p, ToolCallPart):
-            items.append(
+        if isinstance(p, TextPart):
+            texts.append(OutputText(text=p.text))
+        else:
+            calls.append(
                 FunctionCall(
                     call_id=p.call_id or new_id("call"), name=p.name, arguments=p.arguments
                 )
             )
-    has_calls = any(isinstance(p, ToolCallPart) for p in parts)
+    items: list[Item] = [Message(role="assistant", content=tuple(texts))] if texts else []
+    items += calls
     return ModelResponse(
         items=tuple(items),
         usage=SCRIPTED_USAGE,
-        finish_reason="tool_calls" if has_calls else "stop",
+        finish_reason="tool_calls" if calls else "stop",
         model=model,
     )
 
 
-def _stream_parts(response: ModelResponse) -> Iterator[StreamPart]:
-    """The parts a streaming provider would send for ``response`` (a plain generator: it never
-    awaits, so it costs no async-generator bookkeeping per turn)."""
+def _stream_parts(response: ModelResponse) -> list[StreamPart]:
+    """The parts a streaming provider would send for ``response``."""
+    parts: list[StreamPart] = []
+    index = 0
     for item in response.items:
         if isinstance(item, Message):
             for part in item.content:
                 if isinstance(part, OutputText) and part.text:
-                    yield TextDelta(delta=part.text)
-    for index, call in enumerate(response.tool_calls):
-        yield ToolCallDelta(
-            index=index, call_id=call.call_id, name=call.name, arguments_delta=call.arguments
-        )
-    yield ResponseDone(response=response)
+                    parts.append(TextDelta(delta=part.text))
+        elif isinstance(item, FunctionCall):
+            parts.append(
+                ToolCallDelta(
+                    index=index,
+                    call_id=item.call_id,
+                    name=item.name,
+                    arguments_delta=item.arguments,
+                )
+            )
+            index += 1
+    parts.append(ResponseDone(response=response))
+    return parts
 
 
 class ScriptedModel(Model):

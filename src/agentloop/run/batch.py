@@ -55,7 +55,10 @@ class Batch:
         self.plans = plans
         self.results: dict[int, CallResult] = {}
         self.extra_outputs: dict[int, FunctionCallOutput] = {}
-        self.runnable = [i for i, p in enumerate(plans) if p.output is None and p.pending is None]
+        self.runnable: list[int] = []
+        for index, plan in enumerate(plans):
+            if plan.output is None and plan.pending is None:
+                self.runnable.append(index)
         self._flushed = False
 
     def add_output(self, index: int, output: FunctionCallOutput) -> None:
@@ -105,15 +108,19 @@ class Batch:
 
     def count_error_turn(self) -> None:
         """Count a turn in which every call failed; reset the count on any success."""
-        outputs = [r[0] for r in self.results.values()]
-        outputs += self.extra_outputs.values()
-        if not outputs:
-            return
-        state = self.run.state
-        if all(o.is_error for o in outputs):
-            state.consecutive_error_turns += 1
-        else:
-            state.consecutive_error_turns = 0
+        failed = False
+        for output, _ in self.results.values():
+            if not output.is_error:
+                self.run.state.consecutive_error_turns = 0
+                return
+            failed = True
+        for output in self.extra_outputs.values():
+            if not output.is_error:
+                self.run.state.consecutive_error_turns = 0
+                return
+            failed = True
+        if failed:
+            self.run.state.consecutive_error_turns += 1
 
     async def parallel(self) -> AsyncIterator[Event]:
         """Run the runnable calls as tasks, conflicting ones in model order."""

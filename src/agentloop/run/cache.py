@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
-import json
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from operator import itemgetter
 from typing import Any
 
+from pydantic_core import to_json
+
 from agentloop.run.paths import overlap
+
+_first = itemgetter(0)
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -19,13 +23,26 @@ class _Entry:
     expires: float
 
 
-_CANONICAL = json.JSONEncoder(sort_keys=True, default=str)
-"""``json.dumps(..., sort_keys=True, default=str)`` without building an encoder per call."""
+def _canonical(value: Any) -> Any:
+    """Objects as ``[key, value]`` pairs sorted by key, at every depth."""
+    if isinstance(value, dict):
+        return sorted([(str(k), _canonical(v)) for k, v in value.items()], key=_first)
+    if isinstance(value, list | tuple):
+        return [_canonical(v) for v in value]
+    return value
 
 
 def cache_key(tool_name: str, arguments: Mapping[str, Any]) -> str:
-    """Tool name plus canonical JSON of the arguments (key order does not matter)."""
-    return tool_name + "\x00" + _CANONICAL.encode(arguments)
+    """Tool name plus canonical JSON of the arguments (key order does not matter at any depth).
+
+    Arguments come from parsed JSON, so their JSON text tells any two of them apart. Flat
+    arguments, the common case, skip the recursive walk."""
+    items = sorted(arguments.items(), key=_first)
+    for _, value in items:
+        if isinstance(value, dict | list | tuple):
+            items = _canonical(arguments)
+            break
+    return tool_name + "\x00" + to_json(items, fallback=str).decode()
 
 
 class ResultCache:

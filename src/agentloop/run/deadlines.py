@@ -35,11 +35,6 @@ class Deadlines:
             self._timer = None
             self._timer_when = math.inf
 
-    def _enter(self, limit: Limit, loop: asyncio.AbstractEventLoop) -> None:
-        self._active.add(limit)
-        if limit.deadline < self._timer_when:
-            self._arm(loop, limit.deadline)
-
     def _arm(self, loop: asyncio.AbstractEventLoop, when: float) -> None:
         if self._timer is not None:
             self._timer.cancel()
@@ -79,8 +74,11 @@ class Limit:
         loop = task.get_loop()
         self.task: asyncio.Task[Any] = task
         self._cancelling = task.cancelling()
-        self.deadline = loop.time() + self._seconds
-        self._owner._enter(self, loop)
+        self.deadline = deadline = loop.time() + self._seconds
+        owner = self._owner
+        owner._active.add(self)
+        if deadline < owner._timer_when:
+            owner._arm(loop, deadline)
         return self
 
     def __exit__(

@@ -166,8 +166,6 @@ def cap_output(text: str, limit: int) -> tuple[str, bool]:
 
 def _file_budget_refusal(run: ActiveRun, plan: CallPlan) -> str | None:
     """Refuse a writing call that would pass a file or line budget; reserve its files."""
-    if not plan.access.writes:
-        return None
     limits, state = run.limits, run.state
     if limits.max_lines_changed is not None and state.lines_changed >= limits.max_lines_changed:
         plan.budget = "max_lines_changed"
@@ -228,19 +226,22 @@ def refused_result(plan: CallPlan) -> CallResult:
 async def execute(run: ActiveRun, plan: CallPlan) -> CallResult:
     """Run one planned call. Cancellation propagates; everything else becomes an output."""
     started = time.perf_counter()
-    tool, kwargs = plan.tool, plan.kwargs
-    assert tool is not None and kwargs is not None and plan.arguments is not None
+    tool, kwargs, arguments = plan.tool, plan.kwargs, plan.arguments
+    assert tool is not None and kwargs is not None and arguments is not None
+    limits = run.limits
     cache = run.cache if tool.cacheable else None
-    key = cache_key(tool.name, plan.arguments) if cache is not None else ""
+    key = ""
     if cache is not None:
+        key = cache_key(tool.name, arguments)
         hit = cache.get(key)
         if hit is not None:
             return _result(plan, hit, is_error=False, outcome="success", started=started,
                            cached=True)  # fmt: skip
-    refusal = _file_budget_refusal(run, plan)
-    if refusal:
-        plan.decision = "refused"
-        return _result(plan, refusal, is_error=True, outcome="not_run", started=started)
+    if plan.access.writes:
+        refusal = _file_budget_refusal(run, plan)
+        if refusal:
+            plan.decision = "refused"
+            return _result(plan, refusal, is_error=True, outcome="not_run", started=started)
     ctx = None
     if tool.context_param is not None:  # built only for tools that ask for it
         ctx = ToolContext(
@@ -252,18 +253,22 @@ async def execute(run: ActiveRun, plan: CallPlan) -> CallResult:
             deps=run.deps,
             _on_change=run.record_change,
         )
-    timeout = tool.timeout if tool.timeout is not None else run.limits.tool_timeout
-    remaining = run.remaining()
-    budget_cut = remaining is not None and (timeout is None or remaining < timeout)
-    if budget_cut:
-        timeout = max(remaining or 0.0, 0.0)
+    timeout = tool.timeout if tool.timeout is not None else limits.tool_timeout
+    budget_cut = False
+    if limits.max_duration_s is not None:
+        remaining = max(limits.max_duration_s - run.elapsed(), 0.0)
+        if timeout is None or remaining < timeout:
+            timeout, budget_cut = remaining, True
     try:
         if timeout is None:
             value = await tool.invoke(kwargs, ctx)
         else:
             with run.deadlines.limit(timeout):
                 value = await tool.invoke(kwargs, ctx)
-        text, truncated = cap_output(format_output(value), run.limits.max_output_chars)
+        text = value if isinstance(value, str) else format_output(value)
+        truncated = False
+        if len(text) > limits.max_output_chars:
+            text, truncated = cap_output(text, limits.max_output_chars)
         outcome: Outcome = "error" if truncated else "success"
         result = _result(plan, text, is_error=truncated, outcome=outcome, started=started)
     except TimeoutError:

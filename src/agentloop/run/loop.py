@@ -36,7 +36,7 @@ from agentloop.run.events import (
 )
 from agentloop.run.execute import CallPlan, ask_approver, execute, plan_call
 from agentloop.run.hooks import Hooks, dispatch
-from agentloop.run.result import RunResult, RunStatus
+from agentloop.run.result import PendingCall, RunResult, RunStatus
 
 CONFIRM_COMPLETION_PROMPT = (
     "Before you finish: has every part of the task been done and checked? "
@@ -59,8 +59,8 @@ class _ModelFailed(Exception):
         self.error = error
 
 
-def _check_budgets(run: ActiveRun) -> None:
-    """Raise :class:`RunEnd` when a budget says no further turn may start."""
+def _start_turn(run: ActiveRun) -> TurnStarted:
+    """Count a new turn, or raise :class:`RunEnd` when a budget says none may start."""
     state, limits = run.state, run.limits
     if run.budget:
         raise RunEnd("incomplete", "budget_exceeded")
@@ -69,18 +69,11 @@ def _check_budgets(run: ActiveRun) -> None:
     if limits.max_total_tokens is not None and state.usage.total_tokens >= limits.max_total_tokens:
         run.budget = "max_total_tokens"
         raise RunEnd("incomplete", "budget_exceeded")
-    remaining = run.remaining()
-    if remaining is not None and remaining <= 0:
+    if limits.max_duration_s is not None and run.elapsed() >= limits.max_duration_s:
         run.budget = "max_duration_s"
         raise RunEnd("incomplete", "budget_exceeded")
-
-
-def _start_turn(run: ActiveRun) -> TurnStarted:
-    """Check the budgets (RunEnd when no further turn may start) and count the turn."""
-    _check_budgets(run)
     if run.agent.output is not None:
         attempts.begin_turn(run)
-    state = run.state
     state.turns += 1
     return TurnStarted(turn=state.turns)
 
@@ -118,29 +111,34 @@ def _answered(run: ActiveRun, done: TurnCompleted) -> tuple[list[Event], RunEnd 
 
 
 async def _plan(run: ActiveRun, calls: list[FunctionCall]) -> list[CallPlan]:
+    """Plan the turn's calls (asking the approver where one decides); record the pauses."""
+    state = run.state
     limit = run.limits.max_tool_calls
-    left = None if limit is None else limit - run.state.tool_calls
+    left = None if limit is None else limit - state.tool_calls
     approver = run.policy.approver
     plans = []
+    pending: list[PendingCall] = []
     for call in calls:
         plan = plan_call(run, call, executable_budget=left)
-        pending = plan.pending
-        if pending is not None and pending.kind == "approval" and approver is not None:
+        if plan.pending is not None and plan.pending.kind == "approval" and approver is not None:
             run.busy = True
             try:
                 await ask_approver(run, plan)
             finally:
                 run.busy = False
+        waiting = plan.pending
+        if waiting is not None:
+            pending.append(waiting)
+            if waiting.kind == "client":
+                state.tool_calls += 1
         if (
             left is not None
             and plan.output is None
-            and (plan.pending is None or plan.pending.kind == "client")
+            and (waiting is None or waiting.kind == "client")
         ):
             left -= 1
         plans.append(plan)
-    state = run.state
-    state.pending = [p.pending for p in plans if p.pending is not None]
-    state.tool_calls += sum(1 for p in state.pending if p.kind == "client")
+    state.pending = pending
     return plans
 
 

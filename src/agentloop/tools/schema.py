@@ -104,9 +104,3 @@ def format_validation_error(exc: pydantic.ValidationError, *, subject: str) -> s
         loc = ".".join(str(p) for p in err["loc"]) or "(root)"
         lines.append(f"- {loc}: {err['msg']}")
     return f"Invalid {subject}:\n" + "\n".join(lines)
-
-
-def validate_arguments(model: type[BaseModel], arguments: Mapping[str, Any]) -> dict[str, Any]:
-    """Validate and convert arguments; raises :class:`pydantic.ValidationError`."""
-    validated = model.model_validate(arguments)
-    return {key: getattr(validated, key) for key in type(validated).model_fields}

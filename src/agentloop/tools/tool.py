@@ -7,7 +7,7 @@ import functools
 import inspect
 import re
 import sys
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, Literal, TypeAlias, overload
 
 from pydantic import BaseModel
@@ -15,7 +15,7 @@ from pydantic import BaseModel
 from agentloop.errors import ConfigError
 from agentloop.models.base import ToolSchema
 from agentloop.tools.context import ToolContext
-from agentloop.tools.schema import describe_function, validate_arguments
+from agentloop.tools.schema import describe_function
 
 Risk: TypeAlias = Literal["low", "medium", "high"]
 RISKS: tuple[Risk, ...] = ("low", "medium", "high")
@@ -72,14 +72,12 @@ class Tool:
         self.args_model = args_model
         self.context_param = context_param
         self.is_async = fn is not None and inspect.iscoroutinefunction(fn)
+        self.is_external = fn is None
+        """True for schema-only tools that the client executes."""
+        self._validator = args_model.__pydantic_validator__ if args_model is not None else None
         self.schema = ToolSchema(name=name, description=description, parameters=self.parameters)
         if fn is not None:
             functools.update_wrapper(self, fn)
-
-    @property
-    def is_external(self) -> bool:
-        """True for schema-only tools that the client executes."""
-        return self.fn is None
 
     @classmethod
     def external(
@@ -104,13 +102,17 @@ class Tool:
 
     def validate(self, arguments: Mapping[str, Any]) -> dict[str, Any]:
         """Validated keyword arguments (raises :class:`pydantic.ValidationError`)."""
-        if self.args_model is None:
+        if self._validator is None:
             return dict(arguments)
-        return validate_arguments(self.args_model, arguments)
+        # The model's own validator (what model_validate calls), and the fields of the fresh
+        # instance: it forbids extra fields, so its __dict__ is exactly the keyword arguments.
+        validated: dict[str, Any] = self._validator.validate_python(arguments).__dict__
+        return validated
 
-    async def invoke(self, kwargs: dict[str, Any], ctx: ToolContext | None) -> Any:
-        """Run the function with validated ``kwargs``; sync functions run in a worker thread.
-        ``ctx`` is required when the function takes a :class:`ToolContext`."""
+    def invoke(self, kwargs: dict[str, Any], ctx: ToolContext | None) -> Awaitable[Any]:
+        """Run the function with validated ``kwargs``: an awaitable of its result. Async
+        functions are called directly, sync ones in a worker thread. ``ctx`` is required when the
+        function takes a :class:`ToolContext`."""
         fn = self.fn
         if fn is None:
             raise TypeError(f"tool {self.name!r} is executed by the client")
@@ -119,8 +121,9 @@ class Tool:
                 raise TypeError(f"tool {self.name!r} needs a ToolContext")
             kwargs = {**kwargs, self.context_param: ctx}
         if self.is_async:
-            return await fn(**kwargs)
-        return await asyncio.to_thread(functools.partial(fn, **kwargs))
+            result: Awaitable[Any] = fn(**kwargs)
+            return result
+        return asyncio.to_thread(functools.partial(fn, **kwargs))
 
 
 @overload
