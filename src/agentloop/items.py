@@ -415,7 +415,7 @@ def to_items(
     """Normalise run input: a string becomes one user message; dicts are decoded; every item
     gets an id."""
     if isinstance(value, str):
-        return [with_id(user(value))]
+        return [Message(role="user", content=(InputText(text=value),), id=new_id("msg"))]
     if isinstance(value, Message | FunctionCall | FunctionCallOutput | Reasoning):
         return [with_id(value)]
     if isinstance(value, Mapping):

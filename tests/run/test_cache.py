@@ -7,6 +7,7 @@ import os
 import pytest
 
 from agentloop import Agent, FunctionCallOutput, Policy, ResultCache, tool
+from agentloop.run.cache import cache_key
 from agentloop.testing import ScriptedModel, text, tool_call
 
 pytestmark = pytest.mark.anyio
@@ -72,6 +73,23 @@ def _agent(files: Files, script: list[object]) -> tuple[Agent, ScriptedModel]:
 
 def _outputs(items: list[object]) -> list[str]:
     return [i.output for i in items if isinstance(i, FunctionCallOutput)]
+
+
+def test_keys_ignore_key_order_at_every_depth() -> None:
+    flat = cache_key("t", {"a": 1, "b": "x"})
+    assert flat == cache_key("t", {"b": "x", "a": 1})
+    nested = cache_key("t", {"q": {"x": [1, {"m": 1, "n": 2}], "y": None}, "a": 1})
+    assert nested == cache_key("t", {"a": 1, "q": {"y": None, "x": [1, {"n": 2, "m": 1}]}})
+    assert cache_key("t", {"a": 1}) != cache_key("u", {"a": 1})
+
+
+@pytest.mark.parametrize(
+    "other",
+    [{"a": 1.0}, {"a": True}, {"a": "1"}, {"a": [1]}, {"a": None}, {"a": 1, "b": 1}, {"b": 1}],
+)
+def test_keys_tell_different_arguments_apart(other: dict[str, object]) -> None:
+    assert cache_key("t", {"a": 1}) != cache_key("t", other)
+    assert cache_key("t", {"a": [1, 2]}) != cache_key("t", {"a": [2, 1]})
 
 
 async def test_repeated_reads_hit_the_cache_and_say_so() -> None:

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from agentloop.errors import ConfigError, StateError
-from agentloop.items import Item, to_items
+from agentloop.items import Item, new_id, to_items
 from agentloop.models.base import Model, ModelSettings, ToolSchema
 from agentloop.run.active import ActiveRun
 from agentloop.run.cache import ResultCache
@@ -138,8 +138,6 @@ class Agent:
     def stream(self, input: RunInput, *, deps: Any = None) -> RunStream:
         """Start a run and stream its events; the last event is ``run_finished``."""
         items = to_items(input)
-        from agentloop.items import new_id
-
         state = RunState(run_id=new_id("run"), items=items)
         run = ActiveRun(agent=self, state=state, deps=deps, new_from=len(items))
         return RunStream(run, run_events(run))

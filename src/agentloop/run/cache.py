@@ -9,8 +9,6 @@ from dataclasses import dataclass
 from operator import itemgetter
 from typing import Any
 
-from pydantic_core import to_json
-
 from agentloop.run.paths import overlap
 
 _first = itemgetter(0)
@@ -24,7 +22,7 @@ class _Entry:
 
 
 def _canonical(value: Any) -> Any:
-    """Objects as ``[key, value]`` pairs sorted by key, at every depth."""
+    """Objects as ``(key, value)`` pairs sorted by key, at every depth."""
     if isinstance(value, dict):
         return sorted([(str(k), _canonical(v)) for k, v in value.items()], key=_first)
     if isinstance(value, list | tuple):
@@ -33,16 +31,15 @@ def _canonical(value: Any) -> Any:
 
 
 def cache_key(tool_name: str, arguments: Mapping[str, Any]) -> str:
-    """Tool name plus canonical JSON of the arguments (key order does not matter at any depth).
-
-    Arguments come from parsed JSON, so their JSON text tells any two of them apart. Flat
-    arguments, the common case, skip the recursive walk."""
+    """Tool name plus a canonical text of the arguments (key order does not matter, at any
+    depth). Arguments come from parsed JSON, whose values ``repr`` tells apart (``1``, ``1.0``,
+    ``True`` and ``'1'`` all differ). Flat arguments, the common case, skip the recursive walk.
+    """
     items = sorted(arguments.items(), key=_first)
     for _, value in items:
         if isinstance(value, dict | list | tuple):
-            items = _canonical(arguments)
-            break
-    return tool_name + "\x00" + to_json(items, fallback=str).decode()
+            return f"{tool_name}\x00{_canonical(arguments)!r}"
+    return f"{tool_name}\x00{items!r}"
 
 
 class ResultCache:
