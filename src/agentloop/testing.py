@@ -62,18 +62,21 @@ def tool_call(
 
 
 def _response(parts: Sequence[Part], model: str) -> ModelResponse:
+    """The response for a scripted turn. Its items have ids, as Open Responses output items do
+    (so the loop keeps them as they are rather than copying each to give it one)."""
     texts: list[OutputText] = []
     calls: list[Item] = []
     for p in parts:
         if isinstance(p, TextPart):
             texts.append(OutputText(text=p.text))
         else:
+            call_id = p.call_id or new_id("call")
             calls.append(
-                FunctionCall(
-                    call_id=p.call_id or new_id("call"), name=p.name, arguments=p.arguments
-                )
+                FunctionCall(call_id=call_id, name=p.name, arguments=p.arguments, id=new_id("fc"))
             )
-    items: list[Item] = [Message(role="assistant", content=tuple(texts))] if texts else []
+    items: list[Item] = []
+    if texts:
+        items.append(Message(role="assistant", content=tuple(texts), id=new_id("msg")))
     items += calls
     return ModelResponse(
         items=tuple(items),
