@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import os
+import re
+import warnings
+from concurrent.futures import ThreadPoolExecutor
+
 import pytest
 
 from agentloop.errors import InvalidItem
@@ -16,6 +21,7 @@ from agentloop.items import (
     Usage,
     item_from_dict,
     item_to_dict,
+    new_id,
     to_items,
 )
 
@@ -67,3 +73,38 @@ def test_usage_adds_up_and_has_the_wire_shape() -> None:
     assert total.total_tokens == 17
     assert total.to_dict()["input_tokens_details"] == {"cached_tokens": 2}
     assert Usage.from_dict(total.to_dict()) == total
+
+
+def test_new_ids_are_prefixed_random_hex_and_unique_across_draws() -> None:
+    ids = [new_id("fc") for _ in range(2000)]  # several draws of the token pool
+    assert len(set(ids)) == len(ids)
+    assert all(re.fullmatch(r"fc_[0-9a-f]{24}", i) for i in ids)
+
+
+def test_new_ids_are_unique_across_threads() -> None:
+    def make() -> list[str]:
+        return [new_id("x") for _ in range(3000)]
+
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        batches = list(pool.map(lambda _: make(), range(4)))
+    ids = [i for batch in batches for i in batch]
+    assert len(set(ids)) == len(ids)
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
+def test_a_forked_child_does_not_repeat_the_parents_ids() -> None:
+    new_id("warm")  # the parent holds a partly used pool of tokens
+    read, write = os.pipe()
+    with warnings.catch_warnings():  # 3.12+ warns about forking with threads; the child only
+        warnings.simplefilter("ignore", DeprecationWarning)  # writes to a pipe and exits
+        pid = os.fork()
+    if pid == 0:  # the child: report its next ids and leave at once
+        os.close(read)
+        os.write(write, " ".join(new_id("c") for _ in range(50)).encode())
+        os._exit(0)
+    os.close(write)
+    with os.fdopen(read) as pipe:
+        child = {i.split("_")[1] for i in pipe.read().split()}
+    os.waitpid(pid, 0)
+    parent = {new_id("p").split("_")[1] for _ in range(50)}
+    assert len(child) == 50 and not child & parent
