@@ -6,7 +6,9 @@ import asyncio
 
 import pytest
 
-from agentloop.run.deadlines import Deadlines, Limit
+from agentloop import Agent, tool
+from agentloop.run.deadlines import Deadlines, Limit, loop_deadlines
+from agentloop.testing import ScriptedModel, text, tool_call
 
 pytestmark = pytest.mark.anyio
 
@@ -109,3 +111,29 @@ async def test_a_cancel_at_the_same_time_as_the_deadline_wins() -> None:
     with pytest.raises(asyncio.CancelledError):
         await task
     deadlines.close()
+
+
+async def test_runs_on_one_event_loop_share_its_deadlines() -> None:
+    assert loop_deadlines() is loop_deadlines()
+    other = await asyncio.to_thread(lambda: asyncio.run(_deadlines_of_a_new_loop()))
+    assert other is not loop_deadlines()
+
+
+async def _deadlines_of_a_new_loop() -> Deadlines:
+    return loop_deadlines()
+
+
+async def test_a_tool_still_times_out_with_the_shared_timer_armed_for_later() -> None:
+    async def slow() -> str:
+        await asyncio.sleep(5)
+        return "late"
+
+    shared = loop_deadlines()
+    with shared.limit(60):  # another run's call arms the loop's timer for a minute from now
+        agent = Agent(
+            ScriptedModel([tool_call("slow"), text("ok")]),
+            tools=[tool(read_only=True, timeout=0.05)(slow)],
+        )
+        result = await agent.run("go")
+    assert result.audit[0].outcome == "timeout"
+    assert "timed out after 0.05 seconds" in (result.audit[0].message or "")

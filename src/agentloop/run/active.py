@@ -58,8 +58,8 @@ class ActiveRun:
     output_value: Any = _NO_OUTPUT
     """The validated structured output, once accepted."""
     output_errors: list[str] = field(default_factory=list)
-    deadlines: Deadlines = field(default_factory=Deadlines)
-    """The time limits of the tool calls in flight (one timer for the run)."""
+    deadlines: Deadlines = field(init=False)
+    """The time limits of tool calls: the event loop's (set when the run starts)."""
 
     limits: Limits = field(init=False)
     policy: Policy = field(init=False)

@@ -1,23 +1,26 @@
-"""Tool-call timeouts with one timer per run rather than one per call.
+"""Tool-call timeouts with one timer per event loop rather than one per call.
 
 ``asyncio.timeout`` schedules a timer handle for every call and cancels it when the call ends
 (about 4 µs, plus a cancelled entry left in the event loop's heap), although almost every call
 ends long before its timeout. Here a call only records its deadline; one timer, set for the
 earliest deadline, cancels the calls that are past theirs when it fires and re-arms itself for
-the next one. Expiry is reported as ``TimeoutError``, as ``asyncio.timeout`` does, and a cancel
-from elsewhere (the run being cancelled) still propagates as ``CancelledError``.
+the next one. Every run on an event loop shares that loop's :class:`Deadlines`
+(:func:`loop_deadlines`), so runs do not set up or tear down a timer either. Expiry is reported
+as ``TimeoutError``, as ``asyncio.timeout`` does, and a cancel from elsewhere (the run being
+cancelled) still propagates as ``CancelledError``.
 """
 
 from __future__ import annotations
 
 import asyncio
 import math
+import weakref
 from types import TracebackType
 from typing import Any
 
 
 class Deadlines:
-    """The time limits of the calls in flight in one run (``with deadlines.limit(s): ...``)."""
+    """The time limits of the calls in flight (``with deadlines.limit(s): ...``)."""
 
     def __init__(self) -> None:
         self._active: set[Limit] = set()
@@ -29,7 +32,7 @@ class Deadlines:
         return Limit(self, seconds)
 
     def close(self) -> None:
-        """Drop the timer (at the end of the run)."""
+        """Drop the timer."""
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None
@@ -55,6 +58,21 @@ class Deadlines:
                 earliest = limit.deadline
         if earliest < math.inf:
             self._arm(loop, earliest)
+
+
+_BY_LOOP: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Deadlines] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def loop_deadlines() -> Deadlines:
+    """The :class:`Deadlines` of the running event loop, shared by every run on it. Its timer
+    may stay scheduled after the calls end; when it fires with nothing due it simply stops."""
+    loop = asyncio.get_running_loop()
+    deadlines = _BY_LOOP.get(loop)
+    if deadlines is None:
+        deadlines = _BY_LOOP[loop] = Deadlines()
+    return deadlines
 
 
 class Limit:

@@ -25,6 +25,7 @@ from agentloop.models.base import ModelResponse, ResponseDone
 from agentloop.run import attempts
 from agentloop.run.active import ActiveRun, RunEnd
 from agentloop.run.batch import Batch, finished, started
+from agentloop.run.deadlines import loop_deadlines
 from agentloop.run.events import (
     Event,
     ItemAdded,
@@ -254,6 +255,7 @@ async def _events(run: ActiveRun, resume: Resume | None) -> AsyncIterator[Event]
     state, agent = run.state, run.agent
     spec = agent.output
     run.task = asyncio.current_task()
+    run.deadlines = loop_deadlines()
     yield RunStarted(run_id=state.run_id, resumed=resume is not None)
     status: RunStatus = "completed"
     reason = "final_answer"
@@ -362,7 +364,6 @@ async def _events(run: ActiveRun, resume: Resume | None) -> AsyncIterator[Event]
         status, reason = "cancelled", "cancelled"
         state.pending = []
         _fill_cancelled_outputs(run)
-    run.deadlines.close()
     yield RunFinished(result=make_result(run, status, reason))
 
 
