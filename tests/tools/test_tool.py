@@ -6,6 +6,7 @@ from typing import Literal
 
 import pydantic
 import pytest
+from pydantic import BaseModel, model_validator
 
 from agentloop import ConfigError, Tool, ToolContext, tool
 
@@ -124,3 +125,47 @@ def test_external_tool_is_schema_only() -> None:
     assert t.is_external and t.name == "lookup" and t.description == "Look up a user."
     with pytest.raises(TypeError):
         t()
+
+
+class _Point(BaseModel):
+    x: int
+    y: int
+
+
+class _Tree(BaseModel):
+    v: int
+    kids: list[_Tree] = []
+
+
+class _NonNegative(BaseModel):
+    a: int
+
+    @model_validator(mode="after")
+    def _check(self) -> _NonNegative:
+        if self.a < 0:
+            raise ValueError("a must be >= 0")
+        return self
+
+
+def test_validate_gives_typed_keyword_arguments_for_every_kind_of_model() -> None:
+    @tool
+    def place(p: _Point, label: str = "a") -> str:
+        return f"{p.x},{p.y} {label}"
+
+    @tool
+    def walk(t: _Tree) -> int:
+        return t.v
+
+    assert place.validate({"p": {"x": 1, "y": 2}}) == {"p": _Point(x=1, y=2), "label": "a"}
+    assert walk.validate({"t": {"v": 1, "kids": [{"v": 2}]}}) == {
+        "t": _Tree(v=1, kids=[_Tree(v=2)])
+    }
+    checked = Tool(
+        lambda a: a, name="checked", description="", parameters=_NonNegative.model_json_schema(),
+        args_model=_NonNegative,
+    )  # fmt: skip
+    assert checked.validate({"a": 2}) == {"a": 2}
+    with pytest.raises(pydantic.ValidationError, match="a must be >= 0"):
+        checked.validate({"a": -1})
+    with pytest.raises(pydantic.ValidationError, match="Extra inputs are not permitted"):
+        place.validate({"p": {"x": 1, "y": 2}, "b": 2})

@@ -14,6 +14,7 @@ from typing import Any, get_type_hints
 import docstring_parser
 import pydantic
 from pydantic import BaseModel, ConfigDict, Field
+from pydantic_core import SchemaValidator
 
 from agentloop.errors import ConfigError
 
@@ -104,3 +105,14 @@ def format_validation_error(exc: pydantic.ValidationError, *, subject: str) -> s
         loc = ".".join(str(p) for p in err["loc"]) or "(root)"
         lines.append(f"- {loc}: {err['msg']}")
     return f"Invalid {subject}:\n" + "\n".join(lines)
+
+
+def fields_validator(model: type[BaseModel]) -> SchemaValidator | None:
+    """A validator of ``model``'s fields alone, whose output is the dict of field values: what
+    validating the model and reading the instance's fields gives, without building the instance.
+    None when the model's core schema is not a plain model (model-level validators, recursive
+    definitions): validate with the model then."""
+    schema = model.__pydantic_core_schema__
+    if schema["type"] != "model" or schema["schema"]["type"] != "model-fields":
+        return None
+    return SchemaValidator(schema["schema"], schema.get("config"))

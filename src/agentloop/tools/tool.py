@@ -15,7 +15,7 @@ from pydantic import BaseModel
 from agentloop.errors import ConfigError
 from agentloop.models.base import ToolSchema
 from agentloop.tools.context import ToolContext
-from agentloop.tools.schema import describe_function
+from agentloop.tools.schema import describe_function, fields_validator
 
 Risk: TypeAlias = Literal["low", "medium", "high"]
 RISKS: tuple[Risk, ...] = ("low", "medium", "high")
@@ -75,6 +75,7 @@ class Tool:
         self.is_external = fn is None
         """True for schema-only tools that the client executes."""
         self._validator = args_model.__pydantic_validator__ if args_model is not None else None
+        self._fields = fields_validator(args_model) if args_model is not None else None
         self.schema = ToolSchema(name=name, description=description, parameters=self.parameters)
         if fn is not None:
             functools.update_wrapper(self, fn)
@@ -102,10 +103,13 @@ class Tool:
 
     def validate(self, arguments: Mapping[str, Any]) -> dict[str, Any]:
         """Validated keyword arguments (raises :class:`pydantic.ValidationError`)."""
+        if self._fields is not None:
+            values: dict[str, Any] = self._fields.validate_python(arguments)[0]
+            return values
         if self._validator is None:
             return dict(arguments)
         # The model's own validator (what model_validate calls), and the fields of the fresh
-        # instance: it forbids extra fields, so its __dict__ is exactly the keyword arguments.
+        # instance: its __dict__ holds exactly the fields (extra fields, if allowed, are apart).
         validated: dict[str, Any] = self._validator.validate_python(arguments).__dict__
         return validated
 
