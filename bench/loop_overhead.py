@@ -542,7 +542,7 @@ def plot(results: dict[str, dict[int, Series]], ns: tuple[int, ...], path: Path)
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
-    parser.add_argument("--reps", type=int, default=5, help="timed runs per framework and N")
+    parser.add_argument("--reps", type=int, default=7, help="timed runs per framework and N")
     parser.add_argument("--warmup", type=int, default=1, help="untimed rounds first")
     parser.add_argument("--ns", type=int, nargs="+", default=list(NS), help="turn counts")
     parser.add_argument("--only", nargs="+", choices=list(FRAMEWORKS), default=list(FRAMEWORKS))
