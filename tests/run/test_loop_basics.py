@@ -141,3 +141,13 @@ async def test_running_out_of_script_is_a_clear_failure() -> None:
 def test_run_sync() -> None:
     result = Agent(ScriptedModel([text("sync")])).run_sync("hi")
     assert result.output == "sync"
+
+
+async def test_the_stream_is_closed_once_run_finished_is_delivered() -> None:
+    stream = Agent(ScriptedModel([text("hi")])).stream("hello")
+    async for event in stream:
+        if event.type == "run_finished":
+            break  # a consumer that stops at the last event leaves nothing suspended
+    assert stream.result.status == "completed"
+    assert getattr(stream._events, "ag_frame", "missing") is None  # the generator has ended
+    assert [e async for e in stream] == []

@@ -28,6 +28,9 @@ class RunStream:
         event = await anext(self._events)
         if isinstance(event, RunFinished):
             self._result = event.result
+            # It is the last event: close the loop's generator now, so that a consumer that stops
+            # here leaves nothing suspended for the event loop's finalizer to clean up.
+            await self.aclose()
         return event
 
     @property
