@@ -9,7 +9,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from agentloop.items import Item
 from agentloop.models.base import ModelRequest
 from agentloop.run.cache import ResultCache
 from agentloop.run.deadlines import Deadlines
@@ -92,15 +91,6 @@ class ActiveRun:
     def elapsed(self) -> float:
         """Active time of the run across pauses (time while paused does not count)."""
         return self.state.elapsed_s + (time.monotonic() - self.started)
-
-    def remaining(self) -> float | None:
-        """Seconds left in the duration budget, or None without one."""
-        if self.limits.max_duration_s is None:
-            return None
-        return self.limits.max_duration_s - self.elapsed()
-
-    def append(self, item: Item) -> None:
-        self.state.items.append(item)
 
     def record_change(self, path: str, lines_changed: int) -> None:
         """Count what a writing tool reports (``ToolContext.record_change``)."""
