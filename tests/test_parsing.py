@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import time
+import warnings
 from typing import Any
 
 import pytest
@@ -250,3 +251,9 @@ def test_fuzz_huge_and_deep_inputs_raise_only_its_own_error(
 def test_fence_inside_a_string_and_two_fenced_blocks() -> None:
     assert parse_arguments('```json\n{"note": "```"}\n```') == {"note": "```"}
     assert parse_arguments('```json\n{"a": 1}\n```\nand\n```json\n{"b": 2}\n```') == {"a": 1}
+
+
+def test_repairing_a_literal_with_odd_escapes_emits_no_warning() -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert parse_arguments("{'pattern': '\\[a-z\\]+'}") == {"pattern": "\\[a-z\\]+"}

@@ -18,6 +18,7 @@ import ast
 import json
 import math
 import re
+import warnings
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -121,7 +122,12 @@ def parse_literal(text: str) -> Any:
     if _nesting_depth(text) > MAX_NESTING:
         raise ArgumentsParseError("arguments are nested too deeply")
     try:
-        value = ast.literal_eval(text.strip())
+        # Compiling the model's text may warn about its escapes ("\[" in a string): that is the
+        # model's text, not our code, and must not reach the user's stderr.
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", SyntaxWarning)
+            warnings.simplefilter("ignore", DeprecationWarning)
+            value = ast.literal_eval(text.strip())
     except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError) as exc:
         raise ArgumentsParseError(f"not valid JSON ({type(exc).__name__})") from None
     return _to_json_value(value)
