@@ -183,17 +183,13 @@ def with_id(item: Item) -> Item:
     if item.id is not None:
         return item
     kind = type(item)
-    if kind is FunctionCall and isinstance(item, FunctionCall):
-        # The copy every tool-calling turn makes: spelled out, without the field lookups.
-        return FunctionCall(call_id=item.call_id, name=item.name, arguments=item.arguments,
-                            status=item.status, id=new_id("fc"))  # fmt: skip
     values = {name: getattr(item, name) for name in _COPIED_FIELDS[kind]}
     return kind(**values, id=new_id(_ID_PREFIX[kind]))
 
 
-def user(text: str) -> Message:
+def user(text: str, *, id: str | None = None) -> Message:
     """A user message with one text part."""
-    return Message(role="user", content=(InputText(text=text),))
+    return Message(role="user", content=(InputText(text=text),), id=id)
 
 
 def system(text: str) -> Message:
@@ -445,7 +441,7 @@ def to_items(
     """Normalise run input: a string becomes one user message; dicts are decoded; every item
     gets an id."""
     if isinstance(value, str):
-        return [Message(role="user", content=(InputText(text=value),), id=new_id("msg"))]
+        return [user(value, id=new_id("msg"))]
     if isinstance(value, Message | FunctionCall | FunctionCallOutput | Reasoning):
         return [with_id(value)]
     if isinstance(value, Mapping):

@@ -265,7 +265,7 @@ async def execute(run: ActiveRun, plan: CallPlan) -> CallResult:
         else:
             with run.deadlines.limit(timeout):
                 value = await tool.invoke(kwargs, ctx)
-        text = value if isinstance(value, str) else format_output(value)
+        text = format_output(value)
         truncated = False
         if len(text) > limits.max_output_chars:
             text, truncated = cap_output(text, limits.max_output_chars)

@@ -74,7 +74,6 @@ class Tool:
         self.is_async = fn is not None and inspect.iscoroutinefunction(fn)
         self.is_external = fn is None
         """True for schema-only tools that the client executes."""
-        self._validator = args_model.__pydantic_validator__ if args_model is not None else None
         self._fields = fields_validator(args_model) if args_model is not None else None
         self.schema = ToolSchema(name=name, description=description, parameters=self.parameters)
         if fn is not None:
@@ -106,11 +105,11 @@ class Tool:
         if self._fields is not None:
             values: dict[str, Any] = self._fields.validate_python(arguments)[0]
             return values
-        if self._validator is None:
+        if self.args_model is None:
             return dict(arguments)
-        # The model's own validator (what model_validate calls), and the fields of the fresh
-        # instance: its __dict__ holds exactly the fields (extra fields, if allowed, are apart).
-        validated: dict[str, Any] = self._validator.validate_python(arguments).__dict__
+        # The fields of a validated instance: its __dict__ holds exactly the fields (extra
+        # fields, if the model allows them, are kept apart).
+        validated: dict[str, Any] = self.args_model.model_validate(arguments).__dict__
         return validated
 
     def invoke(self, kwargs: dict[str, Any], ctx: ToolContext | None) -> Awaitable[Any]:
